@@ -1,0 +1,278 @@
+package command
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Class says how the client routes a command.
+type Class uint8
+
+const (
+	// Unknown: not in the table; the client refuses it.
+	Unknown Class = iota
+	// Keyed: keys at the returned positions (0, 1 or many); all must live on
+	// one shard. Zero keys (EVAL with numkeys 0, etc.) is possible: the client
+	// then refuses it.
+	Keyed
+	// Split: MGET, MSET, MSETEX, DEL, UNLINK, EXISTS, TOUCH are split per shard
+	// and the replies merged. Info.Step says how many arguments go with a key.
+	Split
+	// Fanout: keyless; sent to every shard, replies merged as Info.Merge says.
+	Fanout
+	// Scan: SCAN (the client rewrites the cursor to encode the shard).
+	Scan
+	// Channel: PUBLISH, SPUBLISH are routed by the channel name; the returned
+	// keys slice holds the channel's position.
+	Channel
+	// NotSharded: cannot be answered correctly by one shard or a merge (INFO,
+	// CLIENT *, SELECT, MULTI, WATCH, SUBSCRIBE, WAIT, ...). The client returns
+	// an error with Info.Hint.
+	NotSharded
+)
+
+var classNames = [...]string{"Unknown", "Keyed", "Split", "Fanout", "Scan", "Channel", "NotSharded"}
+
+// String returns the class's Go name, e.g. "Keyed".
+func (c Class) String() string {
+	if int(c) < len(classNames) {
+		return classNames[c]
+	}
+	return fmt.Sprintf("Class(%d)", uint8(c))
+}
+
+// Merge says how the replies of a Fanout command combine.
+type Merge uint8
+
+const (
+	// MergeNone is the Merge of every class but Fanout.
+	MergeNone Merge = iota
+	// MergeAllOK: every shard must answer OK (FLUSHDB, FLUSHALL, SCRIPT FLUSH,
+	// FUNCTION FLUSH/DELETE/RESTORE, CONFIG SET/RESETSTAT/REWRITE, SAVE, ...).
+	MergeAllOK
+	// MergeSum: integers are summed (DBSIZE, PUBSUB NUMPAT).
+	MergeSum
+	// MergeConcat: arrays are concatenated (KEYS, PUBSUB CHANNELS/NUMSUB/
+	// SHARDCHANNELS/SHARDNUMSUB, TS.QUERYINDEX, TS.MGET).
+	MergeConcat
+	// MergeSame: every shard must give the same reply, which is returned
+	// (PING, ECHO, SCRIPT LOAD, FUNCTION LOAD).
+	MergeSame
+	// MergeAnd: arrays of 0/1 are combined element-wise with AND (SCRIPT EXISTS).
+	MergeAnd
+	// MergeAny: any one non-nil reply (RANDOMKEY).
+	MergeAny
+)
+
+var mergeNames = [...]string{"MergeNone", "MergeAllOK", "MergeSum", "MergeConcat", "MergeSame", "MergeAnd", "MergeAny"}
+
+// String returns the merge's Go name, e.g. "MergeSum".
+func (m Merge) String() string {
+	if int(m) < len(mergeNames) {
+		return mergeNames[m]
+	}
+	return fmt.Sprintf("Merge(%d)", uint8(m))
+}
+
+// Flags describe what a command may do. A command with neither Write nor
+// ReadOnly (EVAL, FCALL, PUBLISH, most server commands) may still write:
+// treat it as a write when in doubt.
+type Flags uint8
+
+const (
+	// Write: may modify keys (Redis's "write" flag).
+	Write Flags = 1 << iota
+	// ReadOnly: Redis's "readonly" flag; does not modify keys.
+	ReadOnly
+	// Blocking: may block (BLPOP, XREAD [BLOCK], WAIT, ...).
+	Blocking
+)
+
+// String returns the flags joined by "|", e.g. "Write|Blocking", or "0".
+func (f Flags) String() string {
+	if f == 0 {
+		return "0"
+	}
+	var parts []string
+	for _, x := range [...]struct {
+		f    Flags
+		name string
+	}{{Write, "Write"}, {ReadOnly, "ReadOnly"}, {Blocking, "Blocking"}} {
+		if f&x.f != 0 {
+			parts = append(parts, x.name)
+			f &^= x.f
+		}
+	}
+	if f != 0 {
+		parts = append(parts, fmt.Sprintf("Flags(%#x)", uint8(f)))
+	}
+	return strings.Join(parts, "|")
+}
+
+// Info describes one command (or container subcommand).
+type Info struct {
+	Name  string // canonical lower-case name; container subcommands as "object|encoding", "script|load"
+	Class Class
+	Merge Merge // Fanout only
+	Flags Flags
+	Step  int    // Split only: arguments per key group (1 for MGET, DEL, ...; 2 for MSET and MSETEX pairs)
+	Hint  string // NotSharded only: what to use instead, e.g. "run it on each shard with Client.ForEachShard"
+}
+
+// ErrMalformed is wrapped by every error Lookup returns: the arguments are
+// not a well-formed command, so where its keys are cannot be said. The error
+// text names the command and what is wrong.
+var ErrMalformed = errors.New("redshard: malformed command")
+
+// Lookup classifies args (a command exactly as go-redis builds it: args[0]
+// is the command name, in any case) and appends the indexes into args of
+// its key arguments to keys, in argument order. For Split commands the
+// indexes are those of each key (for MSET, the key of each pair); for
+// Channel, the channel's. NotSharded commands that name keys (WATCH,
+// SSUBSCRIBE) report them too.
+//
+// Lookup never panics. Malformed arguments it needs to parse (no command,
+// too few arguments for the key positions, a numkeys that is not a
+// non-negative integer or exceeds the arguments, ...) give an error that
+// wraps ErrMalformed and names the command; the returned Info then still
+// describes the command if it was found, and keys is returned unextended.
+// A name that is not in the table gives Class Unknown and no error.
+//
+// Lookup is safe for concurrent use. It does not allocate for the common
+// commands when keys has capacity for their keys.
+func Lookup(args []interface{}, keys []int) (Info, []int, error) {
+	if len(args) == 0 {
+		return Info{}, keys, fmt.Errorf("%w: empty command", ErrMalformed)
+	}
+	e := find(table, args[0])
+	if e == nil {
+		name := strings.ToLower(Arg(args[0]))
+		if name == "" {
+			return Info{}, keys, fmt.Errorf("%w: empty command name", ErrMalformed)
+		}
+		return Info{Name: name}, keys, nil
+	}
+	if e.subs != nil {
+		s, err := e.sub(args)
+		if err != nil {
+			return e.info, keys, err
+		}
+		if s == nil {
+			return e.unknownSub(args), keys, nil
+		}
+		e = s
+	}
+	if e.keys.kind == noKeys {
+		return e.info, keys, nil
+	}
+	n := len(keys)
+	keys, err := e.keys.locate(args, keys)
+	if err != nil {
+		return e.info, keys[:n], fmt.Errorf("%w: %s: %v", ErrMalformed, displayName(e.info.Name), err)
+	}
+	return e.info, keys, nil
+}
+
+// entry is one row of the table.
+type entry struct {
+	info Info
+	keys keySpec
+
+	// Containers (OBJECT, SCRIPT, CLIENT, ...) only.
+	subs map[string]*entry // subcommands by lower-case name ("encoding")
+	dflt *entry            // unknown or missing subcommand; nil: Unknown / an error
+}
+
+// sub returns the subcommand entry of container e named by args[1]. A nil
+// entry with a nil error means an unknown subcommand without a default.
+func (e *entry) sub(args []interface{}) (*entry, error) {
+	if len(args) < 2 {
+		if e.dflt != nil {
+			return e.dflt, nil
+		}
+		return nil, fmt.Errorf("%w: %s: missing subcommand", ErrMalformed, displayName(e.info.Name))
+	}
+	if s := find(e.subs, args[1]); s != nil {
+		return s, nil
+	}
+	return nil, nil
+}
+
+// unknownSub describes a subcommand of container e that the table does not
+// list: the container's default class (e.g. NotSharded for CLIENT), or
+// Unknown.
+func (e *entry) unknownSub(args []interface{}) Info {
+	var info Info
+	if e.dflt != nil {
+		info = e.dflt.info
+	}
+	info.Name = e.info.Name
+	if len(args) > 1 {
+		info.Name += "|" + strings.ToLower(Arg(args[1]))
+	}
+	return info
+}
+
+// maxName is the longest command name find lower-cases on the stack.
+const maxName = 64
+
+// find returns the entry of m named by a, matched case-insensitively, or nil.
+// go-redis sends lower-case names, so the name is tried as-is first and only
+// lower-cased (in a stack buffer, without allocating) when that fails.
+func find(m map[string]*entry, a interface{}) *entry {
+	switch v := a.(type) {
+	case string:
+		if e, ok := m[v]; ok {
+			return e
+		}
+		if len(v) > maxName || !hasUpper(v) {
+			return nil
+		}
+		var buf [maxName]byte
+		n := copy(buf[:], v)
+		lower(buf[:n])
+		return m[string(buf[:n])]
+	case []byte:
+		if e, ok := m[string(v)]; ok {
+			return e
+		}
+		if len(v) > maxName {
+			return nil
+		}
+		var buf [maxName]byte
+		n := copy(buf[:], v)
+		lower(buf[:n])
+		return m[string(buf[:n])]
+	default:
+		s := Arg(a)
+		if len(s) > maxName {
+			return nil
+		}
+		return m[strings.ToLower(s)]
+	}
+}
+
+func hasUpper(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// lower lower-cases ASCII letters in place. Redis compares command names
+// with strcasecmp, which folds ASCII only.
+func lower(b []byte) {
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+}
+
+// displayName turns "script|load" into "SCRIPT LOAD" for messages.
+func displayName(name string) string {
+	return strings.ToUpper(strings.ReplaceAll(name, "|", " "))
+}
