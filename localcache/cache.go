@@ -1,0 +1,277 @@
+package localcache
+
+import (
+	"math/bits"
+	"math/rand/v2"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/dgraph-io/ristretto/v2"
+)
+
+// Cache holds replies of read-only commands on hot keys, read from many
+// shards, so that a client can answer them locally.
+//
+// A Cache is safe for concurrent use by multiple goroutines, including Close
+// while other calls run. The zero Cache is not usable: create one with New.
+// A nil *Cache is valid and empty: Get misses, Set refuses, and the other
+// methods do nothing, so a client with caching turned off can hold a nil
+// Cache. A Cache runs ristretto's goroutines until Close.
+type Cache struct {
+	rc    *ristretto.Cache[uint64, *entry]
+	gens  *generations
+	stats counters
+	guard guard
+
+	maxBytes int64
+	now      func() time.Time // nil: TTLs are checked by ristretto alone
+	base     time.Time        // origin of expires when now is set
+
+	beforeStore func() // test hook between the ticket check and the store
+}
+
+// entry is what ristretto stores under the hash of (shard, key, cmd). It
+// carries its identity, since distinct triples may share a hash, and the
+// stamp of the ticket it was read under.
+type entry struct {
+	shard   int
+	key     string
+	cmd     string
+	val     any
+	stamp   stamp
+	expires int64 // ns since Cache.base on the injected clock; unused without one
+}
+
+// New returns a Cache configured by cfg, which may be nil for all the
+// defaults. It returns an error wrapping ErrInvalidConfig if a field is out
+// of range. The Cache must be closed with Close to stop its goroutines.
+func New(cfg *Config) (*Cache, error) {
+	conf, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cache{
+		gens:     newGenerations(conf.KeyStripes),
+		maxBytes: conf.MaxBytes,
+		now:      conf.Now,
+	}
+	if c.now != nil {
+		c.base = c.now()
+	}
+	rc, err := ristretto.NewCache(&ristretto.Config[uint64, *entry]{
+		NumCounters:        conf.NumCounters,
+		MaxCost:            conf.MaxBytes,
+		BufferItems:        conf.BufferItems,
+		IgnoreInternalCost: true, // the cost we pass already includes EntryOverhead
+		OnReject:           func(*ristretto.Item[*entry]) { c.stats.rejected.Add(1) },
+		OnEvict:            func(*ristretto.Item[*entry]) { c.stats.evicted.Add(1) },
+	})
+	if err != nil { // unreachable with validated config; kept for safety
+		return nil, err
+	}
+	c.rc = rc
+	return c, nil
+}
+
+// refHash combines the key hash, the shard and the sub-key into ristretto's
+// key. It is a private cache index, never used to route anything.
+func refHash(kh uint64, shard int, cmd string) uint64 {
+	x := kh ^ bits.RotateLeft64(xxhash.Sum64String(cmd), 29) ^ uint64(shard)*0x9e3779b97f4a7c15
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// Get returns the reply cached for cmd (an opaque sub-key chosen by the
+// caller, such as "get" or "hget\x00field") on key as read from shard. It
+// misses if there is none, if it expired, or if the key, the shard or the
+// whole cache was invalidated after the reply's Ticket was taken. The
+// returned value is shared: do not modify it.
+func (c *Cache) Get(shard int, key, cmd string) (val any, ok bool) {
+	if c == nil {
+		return nil, false
+	}
+	kh := xxhash.Sum64String(key)
+	r := rand.Uint32()
+	st := c.stats.stripe(r)
+	g, open := c.guard.enter(r)
+	if !open {
+		st.misses.Add(1)
+		return nil, false
+	}
+	e, found := c.rc.Get(refHash(kh, shard, cmd))
+	c.guard.leave(g)
+	switch {
+	case !found || e.shard != shard || e.key != key || e.cmd != cmd:
+	case e.stamp != c.gens.current(kh, shard):
+		st.invalidated.Add(1)
+	case c.now != nil && c.elapsed() >= e.expires:
+		st.expired.Add(1)
+	default:
+		st.hits.Add(1)
+		return e.val, true
+	}
+	st.misses.Add(1)
+	return nil, false
+}
+
+func (c *Cache) elapsed() int64 { return int64(c.now().Sub(c.base)) }
+
+// Ticket returns the current invalidation state of key on shard, for
+// SetWithTicket. Take it before sending the read to the shard.
+func (c *Cache) Ticket(shard int, key string) Ticket {
+	if c == nil {
+		return Ticket{}
+	}
+	kh := xxhash.Sum64String(key)
+	return Ticket{cache: c, shard: shard, key: key, kh: kh, stamp: c.gens.current(kh, shard)}
+}
+
+// Set caches val, the reply of cmd on key read from shard, as
+// SetWithTicket(c.Ticket(shard, key), ...) would: it is only correct for a
+// value known to be current now. For a reply read from a shard, take a
+// Ticket before the read and use SetWithTicket, or a write that lands
+// between the read and Set can leave the old reply cached.
+func (c *Cache) Set(shard int, key, cmd string, val any, size int64, ttl time.Duration) bool {
+	return c.SetWithTicket(c.Ticket(shard, key), cmd, val, size, ttl)
+}
+
+// SetWithTicket caches val, the reply of cmd on the ticket's key and shard,
+// for ttl. size is the reply's size in bytes; the entry is charged
+// size + len(key) + len(cmd) + EntryOverhead against MaxBytes.
+//
+// It returns false, and caches nothing, if the key, the shard or the cache
+// was invalidated since the ticket was taken, if the ticket is the zero
+// Ticket or from another Cache, if size < 0 or ttl <= 0 (nothing is cached
+// forever), if the entry is larger than MaxBytes, if ristretto's set buffer
+// is full, or if the cache is closed.
+//
+// It returns true when ristretto accepted the entry into its set buffer.
+// Ristretto applies it asynchronously: a reply replacing a cached one for
+// the same (shard, key, cmd) is visible at once, a new one only once
+// ristretto's goroutine applies it (Wait waits for that), and its admission
+// policy may still refuse it then, or evict it any time later. So true
+// means "probably cached soon", never "cached". Whatever the timing, an
+// invalidation that happens after the ticket was taken hides the entry
+// from every later Get, even if ristretto applies it after the
+// invalidation.
+func (c *Cache) SetWithTicket(t Ticket, cmd string, val any, size int64, ttl time.Duration) bool {
+	if c == nil {
+		return false
+	}
+	r := rand.Uint32()
+	st := c.stats.stripe(r)
+	cost := size + int64(len(t.key)) + int64(len(cmd)) + EntryOverhead
+	if t.cache != c || size < 0 || ttl <= 0 || cost > c.maxBytes {
+		st.dropped.Add(1)
+		return false
+	}
+	if t.stamp != c.gens.current(t.kh, t.shard) {
+		st.outdated.Add(1)
+		return false
+	}
+	e := &entry{shard: t.shard, key: t.key, cmd: cmd, val: val, stamp: t.stamp}
+	if c.now != nil {
+		e.expires = c.elapsed() + int64(ttl)
+	}
+	if c.beforeStore != nil {
+		c.beforeStore()
+	}
+	g, open := c.guard.enter(r)
+	if !open {
+		st.dropped.Add(1)
+		return false
+	}
+	ok := c.rc.SetWithTTL(refHash(t.kh, t.shard, cmd), e, cost, ttl)
+	c.guard.leave(g)
+	if !ok {
+		st.dropped.Add(1)
+		return false
+	}
+	st.sets.Add(1)
+	return true
+}
+
+// InvalidateKey makes every cached reply of key unreachable, for all
+// sub-keys and all shards, including replies whose Set is still buffered
+// or in flight. When it returns, no Get returns a reply read under a
+// Ticket taken before the call. It also drops the replies of the keys that
+// share key's generation stripe (see Config.KeyStripes). Memory is
+// reclaimed later, by TTL, eviction or overwrite. It works, and costs one
+// atomic add, on a closed Cache too.
+func (c *Cache) InvalidateKey(key string) {
+	if c == nil {
+		return
+	}
+	c.gens.keys[c.gens.keyIndex(xxhash.Sum64String(key))].Add(1)
+	c.stats.keyInvalidations.Add(1)
+}
+
+// InvalidateShard makes every reply read from shard unreachable, as
+// InvalidateKey does for a key. Call it when the shard's invalidation
+// messages may have been lost, such as when its tracking connection drops.
+// Shards that are equal modulo ShardStripes share a generation.
+func (c *Cache) InvalidateShard(shard int) {
+	if c == nil {
+		return
+	}
+	c.gens.shards[shardIndex(shard)].Add(1)
+	c.stats.shardInvalidations.Add(1)
+}
+
+// Clear makes every cached reply unreachable, as InvalidateKey does for a
+// key, and then empties ristretto to free the memory at once.
+func (c *Cache) Clear() {
+	if c == nil {
+		return
+	}
+	c.gens.all.Add(1)
+	c.stats.clears.Add(1)
+	g, open := c.guard.enter(rand.Uint32())
+	if !open {
+		return
+	}
+	defer c.guard.leave(g)
+	c.rc.Clear()
+}
+
+// Stats returns a snapshot of the cache's counters.
+func (c *Cache) Stats() Stats {
+	if c == nil {
+		return Stats{}
+	}
+	s := c.stats.snapshot()
+	s.MaxBytes = c.maxBytes
+	if g, open := c.guard.enter(rand.Uint32()); open {
+		s.Bytes = c.maxBytes - c.rc.RemainingCost()
+		c.guard.leave(g)
+	}
+	return s
+}
+
+// Wait blocks until every Set accepted before the call has been applied (or
+// refused by the admission policy). It is meant for tests; a client never
+// needs it.
+func (c *Cache) Wait() {
+	if c == nil {
+		return
+	}
+	g, open := c.guard.enter(rand.Uint32())
+	if !open {
+		return
+	}
+	defer c.guard.leave(g)
+	c.rc.Wait()
+}
+
+// Close stops ristretto's goroutines and drops every entry. It waits for
+// calls in progress, and it is idempotent. After Close, Get misses, Set
+// returns false, and Wait and Clear do nothing.
+func (c *Cache) Close() {
+	if c == nil {
+		return
+	}
+	c.guard.close(c.rc.Close)
+}

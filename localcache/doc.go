@@ -1,0 +1,68 @@
+// Package localcache caches the replies of read-only commands on hot keys,
+// so that a client spreading keys over many shards can answer them without
+// a round trip. It is a thin layer over ristretto (github.com/dgraph-io/
+// ristretto/v2) that adds what a Redis client needs: entries addressed by
+// (shard, key, sub-key), invalidation of every reply of a key or of a shard
+// in O(1), TTLs checked against an injectable clock, and a protocol that
+// keeps a reply read before a write from being cached after it.
+//
+// # Addressing
+//
+// An entry is identified by the shard it was read from, the key, and an
+// opaque sub-key chosen by the caller for the command and its other
+// arguments ("get", "hget\x00field"). Ristretto stores it under a private
+// 64-bit hash of the three; the entry carries the three in full and Get
+// compares them, so a hash collision is a miss, never a wrong reply.
+// Ristretto hashes are never used to route anything.
+//
+// # Invalidation: generations
+//
+// Ristretto has no prefix delete, and its Set is asynchronous: a Set may be
+// applied after a Del that followed it. Instead of deleting, the cache keeps
+// generation counters: one per key stripe (a hash of the key selects one of
+// Config.KeyStripes), one per shard (modulo ShardStripes) and one for the
+// whole cache. InvalidateKey, InvalidateShard and Clear each bump one
+// counter. Every entry carries the three counters as they were when its
+// Ticket was taken, and Get returns it only if they are unchanged. So an
+// invalidation hides every reply of the key at once, whatever ristretto
+// still has buffered, in one atomic add and with no per-key index: the
+// cache's own memory is fixed (KeyStripes×8 bytes + about 12 KiB),
+// whatever the number of keys. Hidden entries keep their budget until their TTL,
+// eviction, or an overwrite by a fresh reply for the same (shard, key,
+// sub-key), which ristretto applies at once. A key stripe shared by two keys
+// makes an invalidation of one drop the other's replies too: a needless
+// miss, never a stale hit.
+//
+// # The late-Set race
+//
+// A client reads a reply from a shard while a write to the same key, by
+// the same client, lands and invalidates; the old reply then arrives and
+// is cached after the invalidation. To rule this out, take a Ticket before
+// sending the read and cache the reply with SetWithTicket: if an
+// invalidation of the key or its shard (or Clear) happened since the
+// ticket, the reply is refused, and if the invalidation happens after the
+// check but before ristretto applies the entry, the entry's generations
+// are already outdated and Get never returns it. Set takes the ticket at
+// call time and is only for values known to be current.
+//
+// # What a client can rely on
+//
+//   - Get never returns a reply read under a Ticket taken before an
+//     InvalidateKey of its key, an InvalidateShard of its shard, or a
+//     Clear, that returned before the Get started. This gives
+//     read-your-writes when every write invalidates before it returns.
+//   - Get never returns a reply past its TTL (on the real clock, and on
+//     Config.Now when set). There is no "forever": ttl must be positive.
+//   - Set and SetWithTicket returning false means nothing was cached.
+//     Returning true means ristretto accepted the entry into its buffer:
+//     it may become visible only later (Wait, for tests, waits for it), be
+//     refused by ristretto's admission policy, or be evicted at any time.
+//     A miss means nothing; the caller reads from the shard.
+//   - The sum of size + len(key) + len(cmd) + EntryOverhead over the
+//     entries held stays within Config.MaxBytes, with one exception that
+//     comes from ristretto: it evicts only when it admits a new entry, so
+//     replacing a cached reply with a larger one can overshoot the budget
+//     until the next admission.
+//   - Values are shared, not copied: do not modify a value after Set or a
+//     value returned by Get.
+package localcache
