@@ -1,0 +1,232 @@
+package ring_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard/ring"
+)
+
+// benchKeys is precomputed so that formatting keys is not measured.
+var benchKeys = func() []string {
+	keys := make([]string, 1<<16)
+	for i := range keys {
+		keys[i] = "key:" + strconv.Itoa(i)
+	}
+	return keys
+}()
+
+const benchMask = 1<<16 - 1
+
+var benchSizes = []int{10, 100, 1000}
+
+func shardNodes(n int) []ring.Node {
+	nodes := make([]ring.Node, n)
+	for i := range nodes {
+		nodes[i] = ring.Node{Name: "shard-" + strconv.Itoa(i)}
+	}
+	return nodes
+}
+
+// newGoRedisRing returns a go-redis Ring over n shards that are never
+// dialed: the heartbeat does not ping and every dial is counted and refused.
+// The cleanup closes it and fails the benchmark if anything was dialed.
+func newGoRedisRing(b *testing.B, n int) *redis.Ring {
+	b.Helper()
+	var dials atomic.Int64
+	addrs := make(map[string]string, n)
+	for i := range n {
+		addrs["shard-"+strconv.Itoa(i)] = "127.0.0.1:" + strconv.Itoa(i+1)
+	}
+	rg := redis.NewRing(&redis.RingOptions{
+		Addrs:              addrs,
+		HeartbeatFrequency: time.Hour,
+		HeartbeatFn:        func(context.Context, *redis.Client) bool { return true },
+		Dialer: func(context.Context, string, string) (net.Conn, error) {
+			dials.Add(1)
+			return nil, errors.New("benchmark: no dialing")
+		},
+	})
+	b.Cleanup(func() {
+		if err := rg.Close(); err != nil {
+			b.Error(err)
+		}
+		if d := dials.Load(); d != 0 {
+			b.Errorf("go-redis dialed %d times", d)
+		}
+	})
+	return rg
+}
+
+func mustNew(b testing.TB, nodes []ring.Node, cfg *ring.Config) *ring.Ring {
+	b.Helper()
+	r, err := ring.New(nodes, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
+}
+
+// BenchmarkLookup compares choosing the shard of a key with this package
+// (LookupIndex) and with go-redis's Ring (GetShardClientForKey).
+func BenchmarkLookup(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("redshard/%d", n), func(b *testing.B) {
+			r := mustNew(b, shardNodes(n), nil)
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				r.LookupIndex(benchKeys[i&benchMask])
+			}
+		})
+	}
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("goredis/%d", n), func(b *testing.B) {
+			rg := newGoRedisRing(b, n)
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if _, err := rg.GetShardClientForKey(benchKeys[i&benchMask]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkLookupParallel is BenchmarkLookup from GOMAXPROCS goroutines.
+func BenchmarkLookupParallel(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("redshard/%d", n), func(b *testing.B) {
+			r := mustNew(b, shardNodes(n), nil)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				sum := 0
+				for i := 0; pb.Next(); i++ {
+					sum += r.LookupIndex(benchKeys[i&benchMask])
+				}
+				runtime.KeepAlive(sum)
+			})
+		})
+	}
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("goredis/%d", n), func(b *testing.B) {
+			rg := newGoRedisRing(b, n)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for i := 0; pb.Next(); i++ {
+					if _, err := rg.GetShardClientForKey(benchKeys[i&benchMask]); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkHash is the floor for a lookup: hashing the same keys alone.
+func BenchmarkHash(b *testing.B) {
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		xxhash.Sum64String(benchKeys[i&benchMask])
+	}
+}
+
+// BenchmarkHashParallel is BenchmarkHash from GOMAXPROCS goroutines.
+func BenchmarkHashParallel(b *testing.B) {
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		var sum uint64
+		for i := 0; pb.Next(); i++ {
+			sum += xxhash.Sum64String(benchKeys[i&benchMask])
+		}
+		runtime.KeepAlive(sum)
+	})
+}
+
+// retained returns the heap bytes still reachable from what build returns.
+func retained(build func() any) float64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	v := build()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(v)
+	return float64(after.HeapAlloc) - float64(before.HeapAlloc)
+}
+
+// BenchmarkNew builds rings of default weights; retained-B is the heap one
+// ring keeps alive. The goredis rows build go-redis Rings for comparison.
+func BenchmarkNew(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("redshard/%d", n), func(b *testing.B) {
+			nodes := shardNodes(n)
+			b.ReportMetric(retained(func() any { return mustNew(b, nodes, nil) }), "retained-B")
+			b.ReportAllocs()
+			for b.Loop() {
+				mustNew(b, nodes, nil)
+			}
+		})
+	}
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("goredis/%d", n), func(b *testing.B) {
+			var rings []*redis.Ring
+			b.ReportMetric(retained(func() any {
+				rg := newGoRedisRing(b, n)
+				rings = append(rings, rg)
+				return rg
+			}), "retained-B")
+			b.ReportAllocs()
+			for b.Loop() {
+				newGoRedisRing(b, n)
+			}
+		})
+	}
+}
+
+// BenchmarkAddShard adds a 1001st shard to a 1000-shard ring: by a full New,
+// by With (which reuses the old ring's points), and with go-redis's SetAddrs
+// (which alternately adds and removes the shard).
+func BenchmarkAddShard(b *testing.B) {
+	old := shardNodes(1000)
+	grown := shardNodes(1001)
+	b.Run("redshard/New", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			mustNew(b, grown, nil)
+		}
+	})
+	b.Run("redshard/With", func(b *testing.B) {
+		r := mustNew(b, old, nil)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := r.With(grown); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("goredis/SetAddrs", func(b *testing.B) {
+		rg := newGoRedisRing(b, 1000)
+		addrs := make([]map[string]string, 2)
+		for k, n := range []int{1001, 1000} {
+			addrs[k] = make(map[string]string, n)
+			for i := range n {
+				addrs[k]["shard-"+strconv.Itoa(i)] = "127.0.0.1:" + strconv.Itoa(i+1)
+			}
+		}
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			rg.SetAddrs(addrs[i%2])
+		}
+	})
+}

@@ -1,0 +1,132 @@
+package ring
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+const (
+	// DefaultVnodesPerWeight is the number of points a node of weight 1 gets
+	// when Config.VnodesPerWeight is 0. See the package documentation for why.
+	DefaultVnodesPerWeight = 8192
+
+	// MaxPoints caps the total number of points on a ring (about 256 MiB of
+	// lookup tables). New returns ErrTooManyPoints beyond it.
+	MaxPoints = 1 << 26
+)
+
+// Node is a physical shard on the ring. The zero Weight means 1.
+type Node struct {
+	Name   string  // unique, non-empty
+	Weight float64 // relative capacity; 0 means 1; negative, NaN or Inf is an error
+}
+
+// Config tunes a ring. A nil *Config, like the zero Config, gives the
+// defaults. Every client of a fleet must use the same Config to agree on
+// placement.
+type Config struct {
+	// VnodesPerWeight is the number of points per unit of weight.
+	// Default (0): DefaultVnodesPerWeight.
+	VnodesPerWeight int
+	// Hash maps a string to 64 bits; only the top 32 bits are used. It must be
+	// a pure function and safe for concurrent use, because New may call it
+	// from several goroutines. Default (nil): xxhash.Sum64String.
+	Hash func(string) uint64
+}
+
+// Ring maps keys to nodes. It is immutable after New and safe for concurrent
+// use by any number of goroutines. The zero Ring (and a nil *Ring) is an empty
+// ring: it owns nothing, Lookup returns "", LookupIndex returns -1.
+//
+// Layout: the circle is cut into 2^bits buckets by the top bits of a
+// position; points holds every point sorted by (position, node index), each
+// packed into one uint32 as (position's low 32-bits bits << ownerBits | node
+// index); buckets[b] is the index in points of the first point of bucket b.
+// A lookup reads two adjacent bucket entries and scans about two points, so
+// its cost does not grow with the number of points.
+type Ring struct {
+	nodes []Node              // sorted by Name, Weight normalised
+	hash  func(string) uint64 // nil means xxhash
+	vpw   int
+
+	points    []uint32 // cap len+pad, see seal
+	idx       index    // bucket -> first point
+	shift     uint     // 32 - bits: position >> shift is the bucket
+	offMask   uint32   // position & offMask is the offset within the bucket
+	ownerBits uint
+	ownerMask uint32
+}
+
+// HashTag returns the part of key that is hashed: the text between the first
+// '{' and the first '}' after it, if that text is non-empty; otherwise the
+// whole key. This is the Redis Cluster rule, so keys sharing a tag, such as
+// "{user1}.a" and "{user1}.b", always have the same owner.
+func HashTag(key string) string {
+	if s := strings.IndexByte(key, '{'); s >= 0 {
+		if e := strings.IndexByte(key[s+1:], '}'); e > 0 {
+			return key[s+1 : s+1+e]
+		}
+	}
+	return key
+}
+
+// Position returns key's position on the circle: the top 32 bits of the hash
+// of HashTag(key). It depends only on the Config's Hash, not on the nodes.
+func (r *Ring) Position(key string) uint32 {
+	t := HashTag(key)
+	if r == nil || r.hash == nil {
+		return uint32(xxhash.Sum64String(t) >> 32)
+	}
+	return uint32(r.hash(t) >> 32)
+}
+
+// Nodes returns a copy of the ring's nodes sorted by Name in byte order, with
+// a zero Weight reported as 1. A node's index, as used by LookupIndex and
+// friends, is its position in this slice.
+func (r *Ring) Nodes() []Node {
+	if r == nil {
+		return nil
+	}
+	return append([]Node(nil), r.nodes...)
+}
+
+// Len returns the number of nodes.
+func (r *Ring) Len() int {
+	if r == nil {
+		return 0
+	}
+	return len(r.nodes)
+}
+
+// Index returns the index of the node called name, and whether there is one.
+func (r *Ring) Index(name string) (int, bool) {
+	if r == nil {
+		return -1, false
+	}
+	i, ok := slices.BinarySearchFunc(r.nodes, name, func(n Node, name string) int {
+		return strings.Compare(n.Name, name)
+	})
+	if !ok {
+		return -1, false
+	}
+	return i, true
+}
+
+// VnodesPerWeight returns the number of points per unit of weight in effect
+// (DefaultVnodesPerWeight when the Config left it 0).
+func (r *Ring) VnodesPerWeight() int {
+	if r == nil {
+		return 0
+	}
+	return r.vpw
+}
+
+// name returns the name of node i, or "" for -1.
+func (r *Ring) name(i int) string {
+	if i < 0 {
+		return ""
+	}
+	return r.nodes[i].Name
+}

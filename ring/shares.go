@@ -1,0 +1,32 @@
+package ring
+
+// Shares returns the fraction of the circle each node owns, by name. The
+// fractions are exact (integer arc lengths divided by 2^32) and sum to 1 up
+// to float64 rounding. An empty ring gives an empty map.
+func (r *Ring) Shares() map[string]float64 {
+	out := make(map[string]float64, r.Len())
+	if r.Len() == 0 {
+		return out
+	}
+	arcs := r.arcs()
+	for i, a := range arcs {
+		out[r.nodes[i].Name] = float64(a) / (1 << 32)
+	}
+	return out
+}
+
+// arcs returns the number of positions each node owns; they sum to 2^32.
+func (r *Ring) arcs() []uint64 {
+	arcs := make([]uint64, len(r.nodes))
+	c := r.cursor()
+	first, firstOwner := c.pos(), c.owner()
+	prev := first
+	for c.next(); !c.done(); c.next() {
+		p := c.pos()
+		arcs[c.owner()] += uint64(p - prev)
+		prev = p
+	}
+	// The first point owns (last, 2^32) and [0, first].
+	arcs[firstOwner] += 1<<32 - uint64(prev-first)
+	return arcs
+}
