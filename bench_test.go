@@ -1,0 +1,118 @@
+package redshard_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard"
+)
+
+// stubHook answers every command without I/O, so a benchmark through it
+// measures only the client-side cost of getting a command to a shard.
+type stubHook struct{}
+
+func (stubHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (stubHook) ProcessHook(redis.ProcessHook) redis.ProcessHook {
+	return func(context.Context, redis.Cmder) error { return nil }
+}
+func (stubHook) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(context.Context, []redis.Cmder) error { return nil }
+}
+
+// overheadClients returns a redshard client over 4 shards and the client of
+// the shard that owns "bench:key", built the same way.
+func overheadClients(b *testing.B, stub bool) (*redshard.Client, *redis.Client) {
+	opt := &redshard.Options{}
+	if stub {
+		opt.NewShardClient = func(s redshard.Shard, o *redis.Options) *redis.Client {
+			c := redis.NewClient(o)
+			c.AddHook(stubHook{})
+			return c
+		}
+		for i := 0; i < 4; i++ {
+			opt.Shards = append(opt.Shards, redshard.Shard{Name: fmt.Sprint("s", i), Addr: fmt.Sprintf("127.0.0.1:%d", 1+i)})
+		}
+	} else {
+		cl := newCluster(b, 1, 1, 1, 1)
+		opt.Shards = cl.shards
+	}
+	c, err := redshard.NewClient(opt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	_, direct := c.ShardFor("bench:key")
+	return c, direct
+}
+
+// BenchmarkClientOverhead compares each command through redshard with the
+// same command on the owning shard's go-redis client. "stub" shards answer
+// without I/O, so redshard minus direct is exactly the routing cost;
+// "miniredis" shards show it against a real round trip.
+func BenchmarkClientOverhead(b *testing.B) {
+	ctx := context.Background()
+	mgetKeys := make([]string, 10)
+	for i := range mgetKeys {
+		mgetKeys[i] = fmt.Sprintf("bench:m:%d", i)
+	}
+	for _, backend := range []string{"stub", "miniredis"} {
+		c, direct := overheadClients(b, backend == "stub")
+		c.Set(ctx, "bench:key", "value", 0)
+		for _, k := range mgetKeys {
+			c.Set(ctx, k, "v", 0)
+		}
+		clients := []struct {
+			name string
+			c    redis.Cmdable
+		}{{"direct", direct}, {"redshard", c}}
+		for _, cl := range clients {
+			b.Run(backend+"/GET/"+cl.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					cl.c.Get(ctx, "bench:key")
+				}
+			})
+			b.Run(backend+"/SET/"+cl.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					cl.c.Set(ctx, "bench:key", "value", 0)
+				}
+			})
+			// direct: one MGET of the 10 keys on one shard; redshard: the
+			// same MGET split over the 4 shards that own them.
+			b.Run(backend+"/MGET10/"+cl.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					cl.c.MGet(ctx, mgetKeys...)
+				}
+			})
+			// direct: 100 GETs in one pipeline to one shard; redshard: the
+			// same 100 GETs split into one pipeline per shard.
+			b.Run(backend+"/Pipeline100/"+cl.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					p := cl.c.Pipeline()
+					for i := 0; i < 100; i++ {
+						p.Get(ctx, mgetKeys[i%10])
+					}
+					p.Exec(ctx)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkGetParallel shows the routing path under concurrency.
+func BenchmarkGetParallel(b *testing.B) {
+	c, _ := overheadClients(b, true)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			c.Get(ctx, "bench:key")
+		}
+	})
+}

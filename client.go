@@ -1,0 +1,374 @@
+package redshard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/redshard/redshard/ring"
+)
+
+// Client is a redis.UniversalClient that spreads keys over many Redis
+// servers with a weighted consistent-hash ring (package ring). It is safe for
+// concurrent use. Create it with NewClient; the zero value is not usable.
+//
+// Every command of go-redis works through it: single-key commands go to the
+// key's owner; MGET, MSET, MSETEX, DEL, UNLINK, EXISTS and TOUCH are split
+// per shard and merged in the caller's order; commands whose keys must live
+// together run when they do and otherwise fail with ErrCrossShard before
+// anything is sent; keyless commands fan out with a defined merge or fail
+// with ErrNotSharded. See the README for the full table.
+type Client struct {
+	// front is a go-redis client that never dials: it gives Client the whole
+	// command set, and its hooks route each command to a shard client.
+	*redis.Client
+
+	opt    Options // copy; Shards replaced by the validated list
+	closed atomic.Bool
+
+	top atomic.Pointer[topology] // current ring and shard clients
+
+	mu           sync.Mutex    // guards the fields below and serialises topology changes
+	hooks        []redis.Hook  // user hooks, added to every shard client
+	retired      []*backend    // removed shards' backends, closed after a grace period
+	retireTimers []*time.Timer // the timers that close them
+
+	hot     *hotPath // nil when Options.HotKeys is nil
+	monitor *monitor // nil when health checks are off
+	stats   counters
+	load    loader // GetOrLoad state (load.go); its zero value is ready
+}
+
+// topology is an immutable snapshot of the ring and the shard clients,
+// aligned: shards[i] is the owner of ring index i.
+type topology struct {
+	epoch  uint64
+	ring   *ring.Ring
+	shards []*shard
+	byName map[string]*shard
+
+	// handoff, while not nil, holds the previous topology: keys whose owner
+	// changed are fetched from their previous owner on first use.
+	handoff *handoff
+
+	// gutterTTL > 0 turns failover on: a down shard's keys are served by a
+	// stand-in, and writes there live at most gutterTTL.
+	gutterTTL time.Duration
+}
+
+// shard is one shard of a topology: its configuration and its backend.
+type shard struct {
+	Shard
+	*backend
+}
+
+// backend is one shard's go-redis client and health, shared by every
+// topology in which the shard appears with the same endpoint.
+type backend struct {
+	client *redis.Client
+	down   atomic.Bool // set by the health monitor
+	// downErr is the error commands get while down (built once per outage).
+	downErr atomic.Pointer[shardDownError]
+	outage  outage // keys written to stand-ins while down (Failover)
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// close closes the backend's client once.
+func (b *backend) close() error {
+	b.closeOnce.Do(func() {
+		if err := b.client.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
+			b.closeErr = err
+		}
+	})
+	return b.closeErr
+}
+
+// errFrontDial is what the front client's dialer says if anything ever asks
+// it for a connection (a PubSub not bound to a shard, Monitor, ...).
+var errFrontDial = fmt.Errorf("%w: this connection is not bound to a shard "+
+	"(use Subscribe/SSubscribe with channels of one shard, ShardFor, or ForEachShard)", ErrNotSharded)
+
+// NewClient validates opt and returns a client for its shards. It does not
+// contact the shards: connections are made on first use, as go-redis does.
+func NewClient(opt *Options) (*Client, error) {
+	if opt == nil {
+		return nil, ErrNilOptions
+	}
+	if opt.VnodesPerWeight < 0 {
+		return nil, fmt.Errorf("%w: %d", ErrBadVnodes, opt.VnodesPerWeight)
+	}
+	shards, err := validateShards(opt.Shards)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{opt: *opt}
+	c.opt.Shards = shards
+	if c.opt.Load, err = opt.Load.clone(); err != nil {
+		return nil, err
+	}
+	r, err := c.newRing(shards)
+	if err != nil {
+		return nil, err
+	}
+	top := &topology{epoch: 1, ring: r, gutterTTL: c.gutterTTL()}
+	top.shards, top.byName = c.buildShards(r, shards, nil)
+	c.top.Store(top)
+
+	c.Client = redis.NewClient(&redis.Options{
+		Addr:            "redshard:0", // never dialed
+		Protocol:        2,
+		DisableIdentity: true,
+		MaxRetries:      -1,
+		PoolSize:        1,
+		// The front never connects; auto mode would resolve its Addr.
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+		Dialer: func(context.Context, string, string) (net.Conn, error) {
+			return nil, errFrontDial
+		},
+	})
+	if opt.HotKeys != nil {
+		if c.hot, err = newHotPath(c, opt.HotKeys); err != nil {
+			for _, s := range top.shards {
+				_ = s.close()
+			}
+			return nil, err
+		}
+	}
+	c.Client.AddHook(routeHook{c})
+	c.startMonitor()
+	return c, nil
+}
+
+// gutterTTL is the TTL cap of writes to stand-in shards, or 0 when
+// failover is off.
+func (c *Client) gutterTTL() time.Duration {
+	h := c.opt.Health.withDefaults()
+	if h.Disable || !h.Failover {
+		return 0
+	}
+	return h.GutterTTL
+}
+
+// newRing builds the ring of a validated shard list.
+func (c *Client) newRing(shards []Shard) (*ring.Ring, error) {
+	nodes := make([]ring.Node, len(shards))
+	for i, s := range shards {
+		nodes[i] = ring.Node{Name: s.Name, Weight: s.Weight}
+	}
+	r, err := ring.New(nodes, &ring.Config{VnodesPerWeight: c.opt.VnodesPerWeight})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadWeight, err)
+	}
+	return r, nil
+}
+
+// buildShards creates the shard clients of r, reusing those of old whose
+// configuration did not change. Caller holds c.mu or owns c exclusively.
+func (c *Client) buildShards(r *ring.Ring, shards []Shard, old *topology) ([]*shard, map[string]*shard) {
+	cfg := make(map[string]Shard, len(shards))
+	for _, s := range shards {
+		cfg[s.Name] = s
+	}
+	nodes := r.Nodes()
+	out := make([]*shard, len(nodes))
+	byName := make(map[string]*shard, len(nodes))
+	for i, n := range nodes {
+		s := cfg[n.Name]
+		if old != nil {
+			if prev, ok := old.byName[n.Name]; ok && sameEndpoint(prev.Shard, s) {
+				sh := &shard{Shard: s, backend: prev.backend}
+				out[i], byName[n.Name] = sh, sh
+				continue
+			}
+		}
+		cl := c.opt.newShardClient(s)
+		for _, h := range c.hooks {
+			cl.AddHook(h)
+		}
+		sh := &shard{Shard: s, backend: &backend{client: cl}}
+		out[i], byName[n.Name] = sh, sh
+	}
+	return out, byName
+}
+
+// sameEndpoint reports whether a shard client built for a can serve b.
+func sameEndpoint(a, b Shard) bool {
+	return a.Addr == b.Addr && a.Options == b.Options && a.Failover == b.Failover
+}
+
+// topology returns the current snapshot, or redis.ErrClosed.
+func (c *Client) topology() (*topology, error) {
+	if c.closed.Load() {
+		return nil, redis.ErrClosed
+	}
+	return c.top.Load(), nil
+}
+
+// Close closes every shard client and the front client. Commands issued
+// after Close return redis.ErrClosed. Close is idempotent.
+func (c *Client) Close() error {
+	if !c.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	if c.monitor != nil {
+		c.monitor.close()
+	}
+	if c.hot != nil {
+		c.hot.close()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range c.retireTimers {
+		t.Stop()
+	}
+	top := c.top.Load()
+	all := slices.Clone(top.shards)
+	if top.handoff != nil {
+		all = append(all, top.handoff.from.shards...)
+	}
+	var errs []error
+	for _, s := range all {
+		if err := s.close(); err != nil {
+			errs = append(errs, fmt.Errorf("redshard: closing shard %s: %w", s.Shard, err))
+		}
+	}
+	for _, b := range c.retired {
+		if err := b.close(); err != nil {
+			errs = append(errs, fmt.Errorf("redshard: closing a removed shard: %w", err))
+		}
+	}
+	if err := c.Client.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Shards returns the current shard list, sorted by name, with weights
+// normalised (0 -> 1).
+func (c *Client) Shards() []Shard {
+	top := c.top.Load()
+	out := make([]Shard, len(top.shards))
+	for i, s := range top.shards {
+		out[i] = s.Shard
+	}
+	return out
+}
+
+// ShardFor returns the name and client of the shard that owns key (hash
+// tags honoured). The client is owned by c: do not close it.
+func (c *Client) ShardFor(key string) (name string, client *redis.Client) {
+	top := c.top.Load()
+	s := top.shards[top.ring.LookupIndex(key)]
+	return s.Name, s.client
+}
+
+// ShardClient returns the client of the named shard. The client is owned
+// by c: do not close it.
+func (c *Client) ShardClient(name string) (*redis.Client, bool) {
+	s, ok := c.top.Load().byName[name]
+	if !ok {
+		return nil, false
+	}
+	return s.client, true
+}
+
+// Ring returns the current ring (immutable; safe to keep).
+func (c *Client) Ring() *ring.Ring { return c.top.Load().ring }
+
+// ForEachShard calls fn concurrently for every shard client and returns the
+// first error. It mirrors redis.Ring.ForEachShard; the clients are owned by
+// c: do not close them.
+func (c *Client) ForEachShard(ctx context.Context, fn func(ctx context.Context, client *redis.Client) error) error {
+	top, err := c.topology()
+	if err != nil {
+		return err
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	for _, s := range top.shards {
+		g.Go(func() error { return fn(ctx, s.client) })
+	}
+	return g.Wait()
+}
+
+// AddHook adds hook to every shard client, now and after later membership
+// changes, so tracing and metrics hooks (redisotel, for example) see the
+// traffic that really reaches each server: a split MGET is seen as one MGET
+// per shard, a fanned-out DBSIZE as one DBSIZE per shard. Hooks do not see
+// the caller's command before routing, and their DialHook dials real shards.
+func (c *Client) AddHook(hook redis.Hook) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hooks = append(c.hooks, hook)
+	for _, s := range c.top.Load().shards {
+		s.client.AddHook(hook)
+	}
+}
+
+// PoolStats returns the connection pool statistics summed over the shards.
+func (c *Client) PoolStats() *redis.PoolStats {
+	var sum redis.PoolStats
+	for _, s := range c.top.Load().shards {
+		st := s.client.PoolStats()
+		sum.Hits += st.Hits
+		sum.Misses += st.Misses
+		sum.Timeouts += st.Timeouts
+		sum.WaitCount += st.WaitCount
+		sum.WaitDurationNs += st.WaitDurationNs
+		sum.Unusable += st.Unusable
+		sum.TotalConns += st.TotalConns
+		sum.IdleConns += st.IdleConns
+		sum.StaleConns += st.StaleConns
+		sum.PubSubStats.Created += st.PubSubStats.Created
+		sum.PubSubStats.Untracked += st.PubSubStats.Untracked
+		sum.PubSubStats.Active += st.PubSubStats.Active
+	}
+	return &sum
+}
+
+// String describes the client by its shards. It never prints credentials.
+func (c *Client) String() string {
+	top := c.top.Load()
+	var b strings.Builder
+	b.WriteString("redshard<")
+	for i, s := range top.shards {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%s:%g", s.Shard, s.Weight)
+	}
+	b.WriteString(">")
+	return b.String()
+}
+
+// errAutoPipeline is returned by the AutoPipeline methods.
+var errAutoPipeline = fmt.Errorf("%w: AutoPipeline is not supported by redshard; use Pipelined, or a shard's own client", ErrNotSharded)
+
+// AutoPipeline is not supported: it returns an error wrapping ErrNotSharded.
+func (c *Client) AutoPipeline() (*redis.AutoPipeliner, error) { return nil, errAutoPipeline }
+
+// AutoPipelineWithOptions is not supported: it returns an error wrapping ErrNotSharded.
+func (c *Client) AutoPipelineWithOptions(*redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
+	return nil, errAutoPipeline
+}
+
+// AsyncAutoPipeline is not supported: it returns an error wrapping ErrNotSharded.
+func (c *Client) AsyncAutoPipeline() (*redis.AutoPipeliner, error) { return nil, errAutoPipeline }
+
+// AsyncAutoPipelineWithOptions is not supported: it returns an error wrapping ErrNotSharded.
+func (c *Client) AsyncAutoPipelineWithOptions(*redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
+	return nil, errAutoPipeline
+}
+
+var _ redis.UniversalClient = (*Client)(nil)

@@ -1,0 +1,380 @@
+package redshard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/redshard/redshard/internal/command"
+)
+
+// ErrShardDown is returned, wrapped with the shard's name and address, for
+// commands whose shard the health monitor has marked down, unless
+// HealthOptions.Failover sends them to a stand-in shard.
+var ErrShardDown = errors.New("redshard: shard is down")
+
+// HealthOptions configures the per-shard heartbeat. The zero value is
+// usable; a nil Options.Health means the defaults below.
+type HealthOptions struct {
+	// Disable turns the heartbeat off: shards are never marked down and a
+	// dead shard's commands fail however go-redis fails them (dial errors,
+	// timeouts).
+	Disable bool
+
+	// Interval between heartbeats (a PING on a dedicated connection per
+	// shard). Zero means 500ms.
+	Interval time.Duration
+
+	// Timeout of one heartbeat: a shard that does not answer within it has
+	// failed the heartbeat (a frozen host is detected by this, not by a
+	// pool timeout). Zero means Interval.
+	Timeout time.Duration
+
+	// FailureThreshold is the number of consecutive failed heartbeats that
+	// mark a shard down. Zero means 2.
+	FailureThreshold int
+
+	// RecoveryThreshold is the number of consecutive good heartbeats that
+	// mark a down shard up again. Zero means 2.
+	RecoveryThreshold int
+
+	// Failover, for cache workloads, sends a down shard's commands to the
+	// next distinct shard on the ring that is up (a "gutter" as in
+	// Facebook's memcache) instead of failing them. Keys written there get
+	// their TTL capped to GutterTTL, and when the shard comes back the
+	// client deletes, before routing to it again, every key it wrote
+	// elsewhere during the outage, on both shards: the returning shard's
+	// old values are never served. Off by default: data that must not be
+	// lost or served stale should fail fast instead.
+	Failover bool
+
+	// GutterTTL caps the TTL of keys written to a stand-in shard. Zero
+	// means 30s.
+	GutterTTL time.Duration
+
+	// OnShardStateChange, if set, is called (from the monitor's goroutine,
+	// one call at a time) when a shard is marked down or up.
+	OnShardStateChange func(ShardStateChange)
+}
+
+// ShardStateChange reports a shard marked down or up by the health monitor.
+type ShardStateChange struct {
+	Shard string
+	Addr  string
+	Down  bool
+	Err   error // the last heartbeat error when Down
+	At    time.Time
+}
+
+const maxOutageKeys = 1 << 20
+
+func (o *HealthOptions) withDefaults() HealthOptions {
+	var h HealthOptions
+	if o != nil {
+		h = *o
+	}
+	if h.Interval <= 0 {
+		h.Interval = 500 * time.Millisecond
+	}
+	if h.Timeout <= 0 {
+		h.Timeout = h.Interval
+	}
+	if h.FailureThreshold <= 0 {
+		h.FailureThreshold = 2
+	}
+	if h.RecoveryThreshold <= 0 {
+		h.RecoveryThreshold = 2
+	}
+	if h.GutterTTL <= 0 {
+		h.GutterTTL = 30 * time.Second
+	}
+	return h
+}
+
+// probe is the heartbeat state of one backend. Only the monitor goroutine
+// touches fails, oks and hb.
+type probe struct {
+	hb         *redis.Client // dedicated heartbeat connection; nil: use the backend's client
+	fails, oks int
+	lastErr    error
+}
+
+// outage records the keys written to stand-in shards while a shard is down.
+type outage struct {
+	mu sync.Mutex
+	on map[string]*backend // guarded by mu: key -> the stand-in it was written to
+}
+
+// monitor pings every shard on a ticker until Close.
+type monitor struct {
+	c      *Client
+	opt    HealthOptions
+	stop   chan struct{}
+	done   chan struct{}
+	probes map[*backend]*probe // owned by the monitor goroutine
+}
+
+func (c *Client) startMonitor() {
+	opt := c.opt.Health.withDefaults()
+	if opt.Disable {
+		return
+	}
+	m := &monitor{c: c, opt: opt, stop: make(chan struct{}), done: make(chan struct{}), probes: map[*backend]*probe{}}
+	c.monitor = m
+	go m.run()
+}
+
+// close stops the monitor and waits for it. Idempotent via Client.Close.
+func (m *monitor) close() {
+	close(m.stop)
+	<-m.done
+	for _, p := range m.probes {
+		if p.hb != nil {
+			_ = p.hb.Close()
+		}
+	}
+}
+
+func (m *monitor) run() {
+	defer close(m.done)
+	t := time.NewTicker(m.opt.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+			m.tick()
+		}
+	}
+}
+
+// tick pings every backend of the current topology in parallel and applies
+// the thresholds.
+func (m *monitor) tick() {
+	top := m.c.top.Load()
+	live := map[*backend]*shard{}
+	for _, s := range top.sources() {
+		live[s.backend] = s
+	}
+	for b, p := range m.probes { // forget backends that left
+		if _, ok := live[b]; !ok {
+			if p.hb != nil {
+				_ = p.hb.Close()
+			}
+			delete(m.probes, b)
+		}
+	}
+	type result struct {
+		s   *shard
+		err error
+	}
+	results := make(chan result, len(live))
+	for b, s := range live {
+		p := m.probes[b]
+		if p == nil {
+			p = &probe{hb: m.heartbeatClient(s)}
+			m.probes[b] = p
+		}
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), m.opt.Timeout)
+			defer cancel()
+			c := p.hb
+			if c == nil {
+				c = b.client
+			}
+			results <- result{s, c.Ping(ctx).Err()}
+		}()
+	}
+	for range live {
+		r := <-results
+		m.apply(top, r.s, r.err)
+	}
+}
+
+// heartbeatClient opens a one-connection client with short timeouts to the
+// shard, so a heartbeat never waits behind the shard's own pool. Sentinel
+// shards are pinged through their own client.
+func (m *monitor) heartbeatClient(s *shard) *redis.Client {
+	if s.Failover != nil {
+		return nil
+	}
+	o := m.c.opt.shardOptions(s.Shard)
+	timeout := m.opt.Timeout
+	o.PoolSize, o.MinIdleConns, o.MaxIdleConns, o.MaxActiveConns = 1, 0, 1, 1
+	o.MaxRetries = -1
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = timeout, timeout, timeout, timeout
+	o.ContextTimeoutEnabled = true
+	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	return redis.NewClient(o)
+}
+
+func (m *monitor) apply(top *topology, s *shard, err error) {
+	p := m.probes[s.backend]
+	b := s.backend
+	if err != nil {
+		p.fails, p.oks, p.lastErr = p.fails+1, 0, err
+		if !b.down.Load() && p.fails >= m.opt.FailureThreshold {
+			b.downErr.Store(&shardDownError{shard: s.Shard, cause: err})
+			b.down.Store(true)
+			m.notify(s, true, err)
+		}
+		return
+	}
+	p.fails, p.oks = 0, p.oks+1
+	if b.down.Load() && p.oks >= m.opt.RecoveryThreshold {
+		if m.opt.Failover {
+			if err := m.c.cleanOutage(top, b); err != nil {
+				p.oks, p.lastErr = 0, err // try again on the next heartbeat
+				return
+			}
+		}
+		b.down.Store(false)
+		m.notify(s, false, nil)
+	}
+}
+
+func (m *monitor) notify(s *shard, down bool, err error) {
+	if down {
+		m.c.stats.shardDowns.Add(1)
+	}
+	if f := m.opt.OnShardStateChange; f != nil {
+		f(ShardStateChange{Shard: s.Name, Addr: s.Addr, Down: down, Err: err, At: time.Now()})
+	}
+}
+
+// shardDownError is ErrShardDown for one shard, built once per outage.
+type shardDownError struct {
+	shard Shard
+	cause error
+}
+
+func (e *shardDownError) Error() string {
+	return fmt.Sprintf("redshard: shard %s is down (last heartbeat: %v)", e.shard, e.cause)
+}
+
+func (e *shardDownError) Unwrap() error { return ErrShardDown }
+
+// downError returns the error for a command on a down backend.
+func (b *backend) downError() error {
+	if e := b.downErr.Load(); e != nil {
+		return e
+	}
+	return ErrShardDown
+}
+
+// standIn returns the index of the shard that serves key while its owner
+// i is down: the next distinct shard clockwise that is up.
+func (t *topology) standIn(i int, key string) (int, bool) {
+	var buf [8]int
+	reps := t.ring.ReplicaIndexes(key, buf[:0], min(len(t.shards), 8))
+	for _, j := range reps {
+		if j != i && !t.shards[j].down.Load() {
+			return j, true
+		}
+	}
+	return -1, false
+}
+
+// recordOutage remembers that key was written to stand-in j while its
+// owner was down.
+func (b *backend) recordOutage(key string, standIn *backend) {
+	o := &b.outage
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.on == nil {
+		o.on = map[string]*backend{}
+	}
+	if len(o.on) < maxOutageKeys {
+		o.on[key] = standIn
+	}
+}
+
+// cleanOutage deletes, on the returning backend and on the stand-ins, every
+// key written to a stand-in while b was down.
+func (c *Client) cleanOutage(top *topology, b *backend) error {
+	o := &b.outage
+	o.mu.Lock()
+	keys := o.on
+	o.on = nil
+	o.mu.Unlock()
+	if len(keys) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	byBackend := map[*backend][]string{}
+	for k, s := range keys {
+		byBackend[b] = append(byBackend[b], k)
+		byBackend[s] = append(byBackend[s], k)
+	}
+	for target, ks := range byBackend {
+		for len(ks) > 0 {
+			n := min(len(ks), 500)
+			if err := target.client.Del(ctx, ks[:n]...).Err(); err != nil {
+				o.mu.Lock() // put them back for the next attempt
+				if o.on == nil {
+					o.on = map[string]*backend{}
+				}
+				for k, s := range keys {
+					o.on[k] = s
+				}
+				o.mu.Unlock()
+				return err
+			}
+			ks = ks[n:]
+		}
+	}
+	c.stats.outageKeysCleaned.Add(int64(len(keys)))
+	return nil
+}
+
+// serve returns the stand-in that serves the keys of a command owned by
+// shard i while i is down and failover is on.
+func (t *topology) serve(i int, args []interface{}, keys []int) (int, bool) {
+	if t.gutterTTL <= 0 || len(keys) == 0 {
+		return -1, false
+	}
+	return t.standIn(i, command.Arg(args[keys[0]]))
+}
+
+// recordStandIn records that the keys of a write owned by down shard i go
+// to stand-in j, and returns the commands that cap their TTL there; they
+// must run on j after the write.
+func (t *topology) recordStandIn(ctx context.Context, args []interface{}, keys []int, i, j int) []redis.Cmder {
+	caps := make([]redis.Cmder, 0, len(keys))
+	for _, k := range keys {
+		key := command.Arg(args[k])
+		t.shards[i].recordOutage(key, t.shards[j].backend)
+		caps = append(caps, redis.NewIntCmd(ctx, "pexpire", key, t.gutterTTL.Milliseconds(), "lt"))
+	}
+	return caps
+}
+
+// processDown runs a command whose owner i is down: on its stand-in when
+// failover is on, else it fails fast with ErrShardDown.
+func (c *Client) processDown(ctx context.Context, top *topology, info command.Info, cmd redis.Cmder, keys []int, i int) error {
+	j, ok := top.serve(i, cmd.Args(), keys)
+	if !ok {
+		return top.shards[i].downError()
+	}
+	c.stats.standInCommands.Add(1)
+	standIn := top.shards[j].client
+	if info.Flags&command.Write == 0 {
+		return standIn.Process(ctx, cmd)
+	}
+	caps := top.recordStandIn(ctx, cmd.Args(), keys, i, j)
+	_, _ = standIn.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_ = p.Process(ctx, cmd)
+		for _, c := range caps {
+			_ = p.Process(ctx, c)
+		}
+		return nil
+	})
+	return cmd.Err()
+}

@@ -1,0 +1,227 @@
+package integration_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/internal/redistest"
+)
+
+// healthShards starts n redis-servers and a client with a fast heartbeat
+// that reports state changes on a channel.
+func healthShards(t *testing.T, n int, failover bool) (*redshard.Client, []*redistest.Server, chan redshard.ShardStateChange) {
+	t.Helper()
+	var shards []redshard.Shard
+	var servers []*redistest.Server
+	for i := 0; i < n; i++ {
+		s := redistest.Start(t)
+		servers = append(servers, s)
+		shards = append(shards, redshard.Shard{Name: fmt.Sprintf("shard-%d", i), Addr: s.Addr()})
+	}
+	events := make(chan redshard.ShardStateChange, 64)
+	c, err := redshard.NewClient(&redshard.Options{
+		Shards: shards,
+		ShardOptions: &redis.Options{
+			MaxRetries: -1, DialTimeout: 250 * time.Millisecond, DialerRetries: 1,
+			ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, PoolSize: 64,
+		},
+		Health: &redshard.HealthOptions{
+			Interval: 100 * time.Millisecond, FailureThreshold: 2, RecoveryThreshold: 2,
+			Failover: failover, GutterTTL: time.Minute,
+			OnShardStateChange: func(e redshard.ShardStateChange) { events <- e },
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, servers, events
+}
+
+func awaitState(t *testing.T, events chan redshard.ShardStateChange, shard string, down bool) time.Time {
+	t.Helper()
+	for {
+		select {
+		case e := <-events:
+			if e.Shard == shard && e.Down == down {
+				return e.At
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("%s never became down=%v", shard, down)
+		}
+	}
+}
+
+// keyOn returns a key owned by the named shard.
+func keyOn(c *redshard.Client, shard, prefix string) string {
+	for i := 0; ; i++ {
+		k := fmt.Sprintf("%s:%d", prefix, i)
+		if s, _ := c.ShardFor(k); s == shard {
+			return k
+		}
+	}
+}
+
+// load runs a closed-loop GET/SET workload with g goroutines until stop is
+// closed, counting successes per 100ms bucket and errors by kind.
+type load struct {
+	start   time.Time
+	mu      sync.Mutex
+	buckets map[int]int
+	downErr atomic.Int64
+	other   atomic.Int64
+	lastErr atomic.Value
+}
+
+func runLoad(ctx context.Context, c *redshard.Client, g int, stop chan struct{}) (*load, *sync.WaitGroup) {
+	l := &load{start: time.Now(), buckets: map[int]int{}}
+	var wg sync.WaitGroup
+	for w := 0; w < g; w++ {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := fmt.Sprintf("load:%d:%d", w, n%500)
+				var err error
+				if n%10 == 0 {
+					err = c.Set(ctx, k, n, 0).Err()
+				} else {
+					err = c.Get(ctx, k).Err()
+				}
+				switch {
+				case err == nil || err == redis.Nil:
+					b := int(time.Since(l.start) / (100 * time.Millisecond))
+					l.mu.Lock()
+					l.buckets[b]++
+					l.mu.Unlock()
+				case errors.Is(err, redshard.ErrShardDown):
+					l.downErr.Add(1)
+				default:
+					l.other.Add(1)
+					l.lastErr.Store(err.Error())
+				}
+			}
+		})
+	}
+	return l, &wg
+}
+
+// perSecond returns the successes in each whole second after the start.
+func (l *load) perSecond() []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	last := 0
+	for b := range l.buckets {
+		last = max(last, b)
+	}
+	out := make([]int, last/10+1)
+	for b, n := range l.buckets {
+		out[b/10] += n
+	}
+	return out
+}
+
+func TestKilledShardFailsFastOthersFlow(t *testing.T) {
+	ctx := context.Background()
+	c, servers, events := healthShards(t, 4, false)
+	victim := keyOn(c, "shard-2", "victim")
+	stop := make(chan struct{})
+	l, wg := runLoad(ctx, c, 64, stop)
+	time.Sleep(1500 * time.Millisecond) // a baseline second of load
+	killed := time.Now()
+	servers[2].Kill()
+	downAt := awaitState(t, events, "shard-2", true)
+	err := c.Get(ctx, victim).Err()
+	if !errors.Is(err, redshard.ErrShardDown) || !strings.Contains(err.Error(), "shard-2") {
+		t.Fatalf("GET on the killed shard: %v", err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	secs := l.perSecond()
+	t.Logf("killed shard detected down after %v; ops per second: %v; ErrShardDown %d, other errors %d (last: %v)",
+		downAt.Sub(killed).Round(time.Millisecond), secs, l.downErr.Load(), l.other.Load(), l.lastErr.Load())
+	if l.downErr.Load() == 0 {
+		t.Fatal("no command got ErrShardDown while the shard was down")
+	}
+	if secs[len(secs)-2] == 0 {
+		t.Fatal("the other shards stopped serving while one was down")
+	}
+}
+
+func TestFrozenShardDetectedByHeartbeat(t *testing.T) {
+	ctx := context.Background()
+	c, servers, events := healthShards(t, 4, false)
+	victim := keyOn(c, "shard-1", "victim")
+	live := keyOn(c, "shard-0", "live")
+	stop := make(chan struct{})
+	l, wg := runLoad(ctx, c, 64, stop)
+	time.Sleep(1500 * time.Millisecond)
+	frozen := time.Now()
+	servers[1].Freeze()
+	downAt := awaitState(t, events, "shard-1", true)
+	if err := c.Get(ctx, victim).Err(); !errors.Is(err, redshard.ErrShardDown) {
+		t.Fatalf("GET on the frozen shard: %v", err)
+	}
+	if err := c.Set(ctx, live, "v", 0).Err(); err != nil {
+		t.Fatalf("a live shard while another is frozen: %v", err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	servers[1].Thaw()
+	awaitState(t, events, "shard-1", false)
+	close(stop)
+	wg.Wait()
+	if err := c.Set(ctx, victim, "back", 0).Err(); err != nil {
+		t.Fatalf("the thawed shard: %v", err)
+	}
+	t.Logf("frozen shard detected down after %v; ops per second: %v; ErrShardDown %d, other errors %d",
+		downAt.Sub(frozen).Round(time.Millisecond), l.perSecond(), l.downErr.Load(), l.other.Load())
+}
+
+func TestFailoverNeverServesValuesOverwrittenDuringOutage(t *testing.T) {
+	ctx := context.Background()
+	c, servers, events := healthShards(t, 3, true)
+	var keys []string
+	for i := 0; len(keys) < 50; i++ {
+		k := fmt.Sprintf("user:%d", i)
+		if s, _ := c.ShardFor(k); s == "shard-0" {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
+		c.Set(ctx, k, "before", 0)
+	}
+	servers[0].Freeze() // a hung host: its data survives
+	awaitState(t, events, "shard-0", true)
+	for _, k := range keys[:25] {
+		if err := c.Set(ctx, k, "during", 0).Err(); err != nil {
+			t.Fatalf("SET %s on the stand-in: %v", k, err)
+		}
+		if got := c.Get(ctx, k).Val(); got != "during" {
+			t.Fatalf("GET %s during the outage = %q", k, got)
+		}
+	}
+	servers[0].Thaw()
+	awaitState(t, events, "shard-0", false)
+	for i, k := range keys {
+		got, err := c.Get(ctx, k).Result()
+		if i < 25 && err != redis.Nil {
+			t.Fatalf("%s was overwritten during the outage; after the shard returned it reads %q (%v)", k, got, err)
+		}
+		if i >= 25 && got != "before" {
+			t.Fatalf("%s was not touched during the outage; it reads %q (%v)", k, got, err)
+		}
+	}
+}

@@ -1,0 +1,379 @@
+package redshard
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
+)
+
+// LeaseKeyPrefix is prepended to a key to name its GetOrLoad lease
+// ("redshard:lease:" + key). The lease is stored on the shard that owns the
+// key, with an expiry, so it never outlives LoadOptions.Lease. Do not use
+// keys with this prefix for data.
+const LeaseKeyPrefix = "redshard:lease:"
+
+// Default LoadOptions values.
+const (
+	DefaultLoadLease        = 5 * time.Second
+	DefaultLoadPollInterval = 10 * time.Millisecond
+)
+
+// ErrInvalidLoad is returned (wrapped, with the reason) by GetOrLoad for an
+// empty key, a nil load function or a negative ttl, and by NewClient for
+// invalid Options.Load.
+var ErrInvalidLoad = errors.New("redshard: invalid GetOrLoad call or LoadOptions")
+
+// LoadOptions turns on fleet-wide stampede control for GetOrLoad: of all the
+// processes that miss a key at the same moment, one takes a lease on the
+// key's shard and loads, and the others wait for its value. With
+// Options.Load nil, GetOrLoad only coalesces the misses of one process, so a
+// fleet of N processes loads a missing key up to N times.
+type LoadOptions struct {
+	// Lease is how long a loader holds the lease, and the deadline of each
+	// load call. A loader that dies frees the key after Lease. It must be at
+	// least a millisecond (the lease is SET with PX). Zero means
+	// DefaultLoadLease (5s).
+	Lease time.Duration
+
+	// Wait is how long a process that lost the lease waits for the value to
+	// appear before it calls load itself; so if the lease holder dies, each
+	// waiting process loads once after Wait. Zero means Lease.
+	Wait time.Duration
+
+	// PollInterval is how often a waiting process reads the key again. A
+	// shorter interval returns sooner after the value appears but sends more
+	// GETs to the key's shard: 1/PollInterval per second for each waiting
+	// process (not per waiting goroutine: they share one poller). Zero
+	// means DefaultLoadPollInterval (10ms).
+	PollInterval time.Duration
+}
+
+// resolve validates o and returns it with defaults filled in, and whether
+// the lease is on. A nil o gives the defaults, which still bound load.
+func (o *LoadOptions) resolve() (LoadOptions, bool, error) {
+	var r LoadOptions
+	if o != nil {
+		r = *o
+	}
+	switch {
+	case r.Lease < 0:
+		return r, false, fmt.Errorf("%w: Options.Load.Lease is negative (%v)", ErrInvalidLoad, r.Lease)
+	case r.Lease > 0 && r.Lease < time.Millisecond:
+		return r, false, fmt.Errorf("%w: Options.Load.Lease %v is below 1ms", ErrInvalidLoad, r.Lease)
+	case r.Wait < 0:
+		return r, false, fmt.Errorf("%w: Options.Load.Wait is negative (%v)", ErrInvalidLoad, r.Wait)
+	case r.PollInterval < 0:
+		return r, false, fmt.Errorf("%w: Options.Load.PollInterval is negative (%v)", ErrInvalidLoad, r.PollInterval)
+	}
+	if r.Lease == 0 {
+		r.Lease = DefaultLoadLease
+	}
+	if r.Wait == 0 {
+		r.Wait = r.Lease
+	}
+	if r.PollInterval == 0 {
+		r.PollInterval = DefaultLoadPollInterval
+	}
+	return r, o != nil, nil
+}
+
+// clone returns a validated copy of o with defaults filled in (nil for nil),
+// for NewClient to keep so that later changes to the caller's struct have no
+// effect.
+func (o *LoadOptions) clone() (*LoadOptions, error) {
+	r, on, err := o.resolve()
+	if err != nil || !on {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// LoadStats counts what GetOrLoad did since the client was created. The
+// counters are read one by one, so a snapshot taken while calls are running
+// may be off by the calls in progress.
+type LoadStats struct {
+	Hits      uint64 // calls answered by their first GET
+	Misses    uint64 // calls that missed and joined a load flight (their own or another's)
+	Coalesced uint64 // calls that got the result of another caller's flight (singleflight shares)
+	Canceled  uint64 // calls whose ctx ended while they waited for a flight
+
+	Loads         uint64 // calls of a load function
+	LeaseWins     uint64 // flights that took the lease
+	LeaseWaits    uint64 // flights that found the lease taken and waited
+	LeaseWaitHits uint64 // waits that saw the value appear
+	LeaseTimeouts uint64 // waits that ended after Wait and loaded anyway
+
+	Errors      uint64 // flights that failed: load error or panic, or a Redis error
+	StoreErrors uint64 // loaded values returned but not cached because the SET failed
+}
+
+// loader is the GetOrLoad state of a Client. Its zero value is ready to use;
+// the group and the counters are safe for concurrent use.
+type loader struct {
+	group singleflight.Group // one flight per key in this process
+
+	hits, misses, coalesced, canceled           atomic.Uint64
+	loads, leaseWins, leaseWaits, leaseWaitHits atomic.Uint64
+	leaseTimeouts, failures, storeErrors        atomic.Uint64
+}
+
+// LoadStats returns the GetOrLoad counters of c. It is safe for concurrent
+// use.
+func (c *Client) LoadStats() LoadStats {
+	l := &c.load
+	return LoadStats{
+		Hits:          l.hits.Load(),
+		Misses:        l.misses.Load(),
+		Coalesced:     l.coalesced.Load(),
+		Canceled:      l.canceled.Load(),
+		Loads:         l.loads.Load(),
+		LeaseWins:     l.leaseWins.Load(),
+		LeaseWaits:    l.leaseWaits.Load(),
+		LeaseWaitHits: l.leaseWaitHits.Load(),
+		LeaseTimeouts: l.leaseTimeouts.Load(),
+		Errors:        l.failures.Load(),
+		StoreErrors:   l.storeErrors.Load(),
+	}
+}
+
+// GetOrLoad returns the string value of key. On a miss it calls load once
+// per key in this process however many goroutines miss at the same moment
+// (golang.org/x/sync/singleflight), stores the result with ttl (0: no
+// expiry) and returns it to all of them. With Options.Load set, the
+// processes of a fleet also agree, through a lease on the key's shard, on
+// which one of them loads (see LoadOptions). It is safe for concurrent use.
+//
+// Callers that join a flight share its ttl, load and context values: those
+// of the caller that started it. load runs with a context that carries
+// those values but not the caller's cancellation, so one caller giving up
+// does not fail the others; its deadline is LoadOptions.Lease (the default,
+// 5s, also applies when Options.Load is nil). Each caller still returns
+// ctx.Err() as soon as its own ctx ends.
+//
+// If load returns an error, every caller of that flight gets it (as is),
+// nothing is cached and the lease is released, so the next call loads
+// again. If load panics, the panic is recovered in the flight, the lease is
+// released, and every caller still waiting panics in its own goroutine with
+// an error that carries the panic value and the loader's stack (and unwraps
+// to the value if it was an error): each caller sees what it would have seen
+// calling load itself, and a recover in its call chain (net/http's, say)
+// works. If no caller is waiting any more, the panic is only counted in
+// LoadStats.Errors. load must not call runtime.Goexit (t.FailNow, ...):
+// callers of that flight would wait until their own ctx ends.
+//
+// If the value is loaded but cannot be stored, it is still returned and
+// LoadStats.StoreErrors counts it. An empty key, a nil load or a negative
+// ttl is an error wrapping ErrInvalidLoad.
+func (c *Client) GetOrLoad(ctx context.Context, key string, ttl time.Duration, load func(ctx context.Context) (string, error)) (string, error) {
+	switch {
+	case key == "":
+		return "", fmt.Errorf("%w: empty key", ErrInvalidLoad)
+	case load == nil:
+		return "", fmt.Errorf("%w: nil load function for key %q", ErrInvalidLoad, key)
+	case ttl < 0:
+		return "", fmt.Errorf("%w: negative ttl %v for key %q", ErrInvalidLoad, ttl, key)
+	}
+	opt, lease, err := c.opt.Load.resolve()
+	if err != nil {
+		return "", err
+	}
+	v, err := c.Get(ctx, key).Result()
+	if err == nil {
+		c.load.hits.Add(1)
+		return v, nil
+	}
+	if !errors.Is(err, redis.Nil) {
+		return "", loadErr("GET", key, err)
+	}
+
+	// led tells this caller whether the flight it joined is its own: only
+	// the leader's fn runs, and it runs before the result is sent.
+	var led atomic.Bool
+	ch := c.load.group.DoChan(key, func() (any, error) {
+		led.Store(true)
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opt.Wait+opt.Lease)
+		defer cancel()
+		return c.flight(fctx, key, ttl, load, opt, lease)
+	})
+	// DoChan has registered this caller with the flight by now.
+	c.load.misses.Add(1)
+	select {
+	case <-ctx.Done():
+		c.load.canceled.Add(1)
+		return "", ctx.Err()
+	case r := <-ch:
+		if !led.Load() {
+			c.load.coalesced.Add(1)
+		}
+		if p, ok := r.Err.(*loadPanic); ok {
+			panic(p)
+		}
+		if r.Err != nil {
+			return "", r.Err
+		}
+		return r.Val.(string), nil
+	}
+}
+
+// flight is the shared part of a GetOrLoad miss, run once per key at a time
+// in this process with a detached, deadline-bound ctx.
+//
+// It reads the key again before loading. The caller's GET and its DoChan
+// are not atomic: a flight for the key may end in between, having stored
+// the value, and without the second read this caller would start a new
+// flight and load again. With the lease on, the read is made after taking
+// the lease, where it also covers another process that stored the value and
+// released the lease just before; one read before the lease would only add
+// a round trip to every miss.
+func (c *Client) flight(ctx context.Context, key string, ttl time.Duration, load func(context.Context) (string, error), opt LoadOptions, lease bool) (val string, err error) {
+	defer func() {
+		if err != nil {
+			c.load.failures.Add(1)
+		}
+	}()
+	if !lease {
+		if v, ok, err := c.recheck(ctx, key); ok || err != nil {
+			return v, err
+		}
+		return c.loadAndStore(ctx, key, ttl, load, opt)
+	}
+
+	// The lease goes to the owning shard's client itself, not through the
+	// ring: its name hashes elsewhere, and it must sit next to the key.
+	shardName, shard := c.ShardFor(key)
+	lk := LeaseKeyPrefix + key
+	token := rand.Text()
+	won, err := shard.SetNX(ctx, lk, token, opt.Lease).Result()
+	if err != nil {
+		return "", fmt.Errorf("redshard: GetOrLoad %q: taking lease on shard %s: %w", key, shardName, err)
+	}
+	if won {
+		c.load.leaseWins.Add(1)
+		// Released on every way out, a load panic and Goexit included.
+		defer c.release(ctx, shard, lk, token, opt.Lease)
+		if v, ok, err := c.recheck(ctx, key); ok || err != nil {
+			return v, err
+		}
+		return c.loadAndStore(ctx, key, ttl, load, opt)
+	}
+
+	c.load.leaseWaits.Add(1)
+	v, ok, err := c.await(ctx, key, opt)
+	switch {
+	case err != nil:
+		return "", err
+	case ok:
+		c.load.leaseWaitHits.Add(1)
+		return v, nil
+	}
+	// The holder is slow or dead: load without the lease rather than wait
+	// on it for ever.
+	c.load.leaseTimeouts.Add(1)
+	return c.loadAndStore(ctx, key, ttl, load, opt)
+}
+
+// recheck reads key: its value and true on a hit, false on a miss.
+func (c *Client) recheck(ctx context.Context, key string) (string, bool, error) {
+	v, err := c.Get(ctx, key).Result()
+	switch {
+	case err == nil:
+		return v, true, nil
+	case errors.Is(err, redis.Nil):
+		return "", false, nil
+	default:
+		return "", false, loadErr("GET", key, err)
+	}
+}
+
+// await reads key every opt.PollInterval, the first time at once, until it
+// has a value (true) or opt.Wait has passed (false).
+func (c *Client) await(ctx context.Context, key string, opt LoadOptions) (string, bool, error) {
+	wait := time.NewTimer(opt.Wait)
+	defer wait.Stop()
+	tick := time.NewTicker(opt.PollInterval)
+	defer tick.Stop()
+	for {
+		if v, ok, err := c.recheck(ctx, key); ok || err != nil {
+			return v, ok, err
+		}
+		select {
+		case <-ctx.Done():
+			return "", false, loadErr("waiting for lease holder", key, ctx.Err())
+		case <-wait.C:
+			return "", false, nil
+		case <-tick.C:
+		}
+	}
+}
+
+// loadAndStore calls load with a deadline of opt.Lease and stores what it
+// returns with ttl.
+func (c *Client) loadAndStore(ctx context.Context, key string, ttl time.Duration, load func(context.Context) (string, error), opt LoadOptions) (string, error) {
+	lctx, cancel := context.WithTimeout(ctx, opt.Lease)
+	v, err := c.callLoad(lctx, load)
+	cancel()
+	if err != nil {
+		return "", err
+	}
+	// A fresh bound: a load that used all of ctx's time is still stored.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opt.Lease)
+	defer cancel()
+	if err := c.Set(sctx, key, v, ttl).Err(); err != nil {
+		c.load.storeErrors.Add(1)
+	}
+	return v, nil
+}
+
+// callLoad calls load, turning a panic into a *loadPanic error. A panic
+// must not escape: singleflight would re-raise it on a goroutine of its own
+// where nothing can recover it, and crash the process.
+func (c *Client) callLoad(ctx context.Context, load func(context.Context) (string, error)) (v string, err error) {
+	c.load.loads.Add(1)
+	defer func() {
+		if r := recover(); r != nil {
+			err = &loadPanic{value: r, stack: debug.Stack()}
+		}
+	}()
+	return load(ctx)
+}
+
+// releaseScript deletes a lease only if it still holds the caller's token,
+// so a loader that outlived its lease never frees another loader's.
+var releaseScript = redis.NewScript(`if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`)
+
+// release frees a lease taken with token. If it fails, the lease expires by
+// itself after at most lease.
+func (c *Client) release(ctx context.Context, shard *redis.Client, leaseKey, token string, lease time.Duration) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease)
+	defer cancel()
+	_ = releaseScript.Run(rctx, shard, []string{leaseKey}, token).Err()
+}
+
+// loadErr wraps a Redis error of GetOrLoad with the step and the key.
+func loadErr(step, key string, err error) error {
+	return fmt.Errorf("redshard: GetOrLoad %q: %s: %w", key, step, err)
+}
+
+// loadPanic is the value GetOrLoad panics with in each waiting caller when
+// load panicked.
+type loadPanic struct {
+	value any
+	stack []byte // of the goroutine that ran load
+}
+
+func (p *loadPanic) Error() string {
+	return fmt.Sprintf("redshard: GetOrLoad: load panicked: %v\n\n%s", p.value, p.stack)
+}
+
+// Unwrap returns the panic value if it is an error.
+func (p *loadPanic) Unwrap() error {
+	err, _ := p.value.(error)
+	return err
+}

@@ -1,0 +1,408 @@
+package redshard
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard/internal/command"
+)
+
+// routeHook is installed on the front client. It replaces go-redis's
+// processing with routing and never calls next, so the front never dials.
+type routeHook struct{ c *Client }
+
+func (h routeHook) DialHook(redis.DialHook) redis.DialHook {
+	return func(context.Context, string, string) (net.Conn, error) { return nil, errFrontDial }
+}
+
+func (h routeHook) ProcessHook(redis.ProcessHook) redis.ProcessHook { return h.c.process }
+
+func (h routeHook) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return h.c.processPipeline
+}
+
+// sub is a command sent to one shard on behalf of a caller's command.
+type sub struct {
+	shard int
+	cmd   redis.Cmder
+}
+
+// route is how one caller's command is carried out: either the command
+// itself goes to one shard (direct >= 0), or subs go out and finish merges
+// their replies into the caller's command.
+type route struct {
+	direct int
+	subs   []sub
+	after  []sub // sent once subs are done (TTL caps on stand-ins)
+	finish func()
+}
+
+// process routes one command. go-redis stores the returned error on cmd.
+func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
+	top, err := c.topology()
+	if err != nil {
+		return err
+	}
+	var buf [8]int
+	info, keys, err := command.Lookup(cmd.Args(), buf[:0])
+	if err == nil && (info.Class == command.Keyed || info.Class == command.Channel) {
+		// The hot path: one shard, the caller's command object, no allocation.
+		var i int
+		if i, err = top.owner(info, cmd.Args(), keys); err == nil {
+			if top.handoff != nil {
+				if err := c.handOff(ctx, top, cmd.Args(), keys); err != nil {
+					return err
+				}
+			}
+			if s := top.shards[i]; !s.down.Load() {
+				if c.hot != nil {
+					return c.hot.process(ctx, top, info, cmd, keys, i)
+				}
+				return s.client.Process(ctx, cmd)
+			}
+			return c.processDown(ctx, top, info, cmd, keys, i)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	rt, err := top.plan(ctx, cmd, info, keys)
+	if err != nil {
+		return err
+	}
+	if top.handoff != nil && info.Class == command.Split {
+		if err := c.handOff(ctx, top, cmd.Args(), keys); err != nil {
+			return err
+		}
+	}
+	if rt.direct >= 0 {
+		if s := top.shards[rt.direct]; !s.down.Load() {
+			err := s.client.Process(ctx, cmd)
+			if c.hot != nil && info.Flags&command.Write != 0 {
+				c.hot.written(top, info, cmd.Args(), keys)
+			}
+			return err
+		}
+		return c.processDown(ctx, top, info, cmd, keys, rt.direct)
+	}
+	parallel(len(rt.subs), func(i int) {
+		s := rt.subs[i]
+		if b := top.shards[s.shard]; b.down.Load() {
+			s.cmd.SetErr(b.downError())
+		} else {
+			_ = b.client.Process(ctx, s.cmd)
+		}
+	})
+	parallel(len(rt.after), func(i int) {
+		s := rt.after[i]
+		_ = top.shards[s.shard].client.Process(ctx, s.cmd)
+	})
+	rt.finish()
+	if c.hot != nil && info.Flags&command.Write != 0 {
+		c.hot.written(top, info, cmd.Args(), keys)
+	}
+	return cmd.Err()
+}
+
+// plan decides how a command that is not a plain keyed command is carried out.
+func (t *topology) plan(ctx context.Context, cmd redis.Cmder, info command.Info, keys []int) (route, error) {
+	args := cmd.Args()
+	switch info.Class {
+	case command.Keyed, command.Channel:
+		i, err := t.owner(info, args, keys)
+		return route{direct: i}, err
+	case command.Split:
+		return t.planSplit(ctx, cmd, info, keys)
+	case command.Fanout:
+		return t.planFanout(cmd, info), nil
+	case command.Scan:
+		return t.planScan(cmd)
+	default:
+		return route{}, classErr(info, args)
+	}
+}
+
+// owner returns the shard index that owns every key of a keyed command.
+func (t *topology) owner(info command.Info, args []interface{}, keys []int) (int, error) {
+	if len(keys) == 0 {
+		return -1, fmt.Errorf("%w: %s names no key, so no shard can be chosen; "+
+			"pass the keys it touches, or run it on each shard with ForEachShard", ErrNotSharded, displayName(info.Name))
+	}
+	first := command.Arg(args[keys[0]])
+	i := t.ring.LookupIndex(first)
+	for _, k := range keys[1:] {
+		key := command.Arg(args[k])
+		if j := t.ring.LookupIndex(key); j != i {
+			return -1, t.crossShard(info.Name, first, i, key, j)
+		}
+	}
+	return i, nil
+}
+
+func (t *topology) crossShard(name, k1 string, s1 int, k2 string, s2 int) error {
+	return fmt.Errorf("%w: %s: key %q is on shard %s and key %q on shard %s; "+
+		"put keys that must be used together under one {hash tag}",
+		ErrCrossShard, displayName(name), k1, t.shards[s1].Name, k2, t.shards[s2].Name)
+}
+
+// processPipeline routes a pipeline or, when go-redis wrapped it in
+// MULTI/EXEC, a transaction.
+func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error {
+	if isTx(cmds) {
+		return c.processTx(ctx, cmds[1:len(cmds)-1])
+	}
+	top, err := c.topology()
+	if err != nil {
+		setCmdsErr(cmds, err)
+		return err
+	}
+	perShard := make([][]redis.Cmder, len(top.shards))
+	var after []sub // sent once the pipelines are done
+	var finishes []func()
+	var moved []string // keys to hand off before the pipeline runs
+	var writes []write
+	var buf [8]int
+	for _, cmd := range cmds {
+		info, keys, err := command.Lookup(cmd.Args(), buf[:0])
+		var rt route
+		if err == nil {
+			rt, err = top.plan(ctx, cmd, info, keys)
+		}
+		if err == nil {
+			writes = c.noteWrite(writes, info, cmd.Args(), keys)
+		}
+		if err == nil && top.handoff != nil && info.Class != command.Fanout && info.Class != command.Scan {
+			for _, k := range keys {
+				moved = append(moved, command.Arg(cmd.Args()[k]))
+			}
+		}
+		switch {
+		case err != nil:
+			cmd.SetErr(err)
+		case rt.direct >= 0:
+			i := rt.direct
+			if !top.shards[i].down.Load() {
+				perShard[i] = append(perShard[i], cmd)
+				break
+			}
+			j, ok := top.serve(i, cmd.Args(), keys)
+			if !ok {
+				cmd.SetErr(top.shards[i].downError())
+				break
+			}
+			perShard[j] = append(perShard[j], cmd)
+			if info.Flags&command.Write != 0 {
+				perShard[j] = append(perShard[j], top.recordStandIn(ctx, cmd.Args(), keys, i, j)...)
+			}
+		default:
+			for _, s := range rt.subs {
+				if b := top.shards[s.shard]; b.down.Load() {
+					s.cmd.SetErr(b.downError())
+					continue
+				}
+				perShard[s.shard] = append(perShard[s.shard], s.cmd)
+			}
+			after = append(after, rt.after...)
+			finishes = append(finishes, rt.finish)
+		}
+	}
+	if err := c.handOffAll(ctx, top, moved); err != nil {
+		setCmdsErr(cmds, err)
+		return err
+	}
+	used := make([]int, 0, len(perShard))
+	for i, list := range perShard {
+		if len(list) > 0 {
+			used = append(used, i)
+		}
+	}
+	parallel(len(used), func(j int) {
+		i := used[j]
+		p := top.shards[i].client.Pipeline()
+		for _, cmd := range perShard[i] {
+			_ = p.Process(ctx, cmd)
+		}
+		_, _ = p.Exec(ctx) // errors are on the commands
+	})
+	parallel(len(after), func(i int) {
+		s := after[i]
+		_ = top.shards[s.shard].client.Process(ctx, s.cmd)
+	})
+	for _, f := range finishes {
+		f()
+	}
+	for _, w := range writes {
+		c.hot.written(top, w.info, w.args, w.keys)
+	}
+	return firstErr(cmds)
+}
+
+// write is a write command of a pipeline or transaction, remembered so the
+// hot-key layer can invalidate its keys once it has run.
+type write struct {
+	info command.Info
+	args []interface{}
+	keys []int
+}
+
+// noteWrite appends cmd to writes when the hot-key layer needs to know.
+func (c *Client) noteWrite(writes []write, info command.Info, args []interface{}, keys []int) []write {
+	if c.hot == nil || info.Flags&command.Write == 0 {
+		return writes
+	}
+	return append(writes, write{info, args, append([]int(nil), keys...)})
+}
+
+// processTx runs a transaction's commands as one MULTI/EXEC on the shard
+// that owns all of their keys, or fails every command with nothing sent.
+func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
+	top, err := c.topology()
+	if err != nil {
+		setCmdsErr(cmds, err)
+		return err
+	}
+	target, firstKey := -1, ""
+	var moved []string
+	var writes []write
+	var buf [8]int
+	for _, cmd := range cmds {
+		info, keys, err := command.Lookup(cmd.Args(), buf[:0])
+		if err == nil {
+			err = top.checkTxCommand(info, cmd.Args(), keys, &target, &firstKey)
+		}
+		if err == nil {
+			writes = c.noteWrite(writes, info, cmd.Args(), keys)
+		}
+		if err != nil {
+			err = fmt.Errorf("transaction not sent: %w", err)
+			setCmdsErr(cmds, err)
+			return err
+		}
+		if top.handoff != nil {
+			for _, k := range keys {
+				moved = append(moved, command.Arg(cmd.Args()[k]))
+			}
+		}
+	}
+	if err := c.handOffAll(ctx, top, moved); err != nil {
+		setCmdsErr(cmds, err)
+		return err
+	}
+	if target < 0 {
+		err := fmt.Errorf("%w: transaction names no key, so no shard can be chosen; "+
+			"run it on a shard's own client (ShardFor, ForEachShard)", ErrNotSharded)
+		setCmdsErr(cmds, err)
+		return err
+	}
+	if s := top.shards[target]; s.down.Load() {
+		err := s.downError()
+		setCmdsErr(cmds, err)
+		return err
+	}
+	_, err = top.shards[target].client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for _, cmd := range cmds {
+			_ = p.Process(ctx, cmd)
+		}
+		return nil
+	})
+	for _, w := range writes {
+		c.hot.written(top, w.info, w.args, w.keys)
+	}
+	return err
+}
+
+// checkTxCommand checks that one command of a transaction (or of a Watch
+// callback) can run on the transaction's shard. *target is the shard chosen
+// so far (-1: none yet) and *firstKey the key that chose it.
+func (t *topology) checkTxCommand(info command.Info, args []interface{}, keys []int, target *int, firstKey *string) error {
+	switch info.Class {
+	case command.Keyed, command.Channel, command.Split:
+		for _, k := range keys {
+			key := command.Arg(args[k])
+			i := t.ring.LookupIndex(key)
+			if *target < 0 {
+				*target, *firstKey = i, key
+			} else if i != *target {
+				return t.crossShard(info.Name, *firstKey, *target, key, i)
+			}
+		}
+		if len(keys) == 0 && info.Class != command.Split {
+			_, err := t.owner(info, args, keys)
+			return err
+		}
+		return nil
+	case command.Fanout:
+		if info.Merge == command.MergeSame { // PING, ECHO: any shard answers alike
+			return nil
+		}
+		return fmt.Errorf("%w: %s inside a transaction would run on one shard only; run it outside with ForEachShard",
+			ErrNotSharded, displayName(info.Name))
+	case command.NotSharded, command.Unknown:
+		return classErr(info, args)
+	default:
+		return fmt.Errorf("%w: %s cannot run inside a transaction", ErrNotSharded, displayName(info.Name))
+	}
+}
+
+// classErr is the error of a command that is refused by class.
+func classErr(info command.Info, args []interface{}) error {
+	if info.Class == command.NotSharded {
+		return fmt.Errorf("%w: %s: %s", ErrNotSharded, displayName(info.Name), info.Hint)
+	}
+	return fmt.Errorf("%w: %s: the routing table does not know where its keys are; "+
+		"run it on the right shard with ShardFor or ForEachShard", ErrUnknownCommand, displayName(cmdName(args)))
+}
+
+// isTx reports whether go-redis wrapped cmds in MULTI ... EXEC (TxPipeline).
+func isTx(cmds []redis.Cmder) bool {
+	return len(cmds) >= 2 && cmds[0].Name() == "multi" && cmds[len(cmds)-1].Name() == "exec"
+}
+
+// parallel runs fn(0..n-1), n-1 of them on new goroutines, and waits.
+func parallel(n int, fn func(i int)) {
+	if n == 1 {
+		fn(0)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := 1; i < n; i++ {
+		wg.Go(func() { fn(i) })
+	}
+	if n > 0 {
+		fn(0)
+	}
+	wg.Wait()
+}
+
+func setCmdsErr(cmds []redis.Cmder, err error) {
+	for _, cmd := range cmds {
+		cmd.SetErr(err)
+	}
+}
+
+func firstErr(cmds []redis.Cmder) error {
+	for _, cmd := range cmds {
+		if err := cmd.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cmdName returns args[0] as text, for messages.
+func cmdName(args []interface{}) string {
+	if len(args) == 0 {
+		return "(empty command)"
+	}
+	return command.Arg(args[0])
+}
+
+// displayName turns "script|load" into "SCRIPT LOAD" for messages.
+func displayName(name string) string {
+	return strings.ToUpper(strings.ReplaceAll(name, "|", " "))
+}

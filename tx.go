@@ -1,0 +1,132 @@
+package redshard
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard/internal/command"
+)
+
+// Watch runs fn in an optimistic transaction on the shard that owns every
+// one of keys: WATCH, the reads in fn and the MULTI/EXEC run on one
+// connection of that shard, exactly as with a single server. Keys on several
+// shards give ErrCrossShard, and Watch with no key gives ErrNotSharded (the
+// keys choose the shard). Inside fn, a command on tx whose keys live on
+// another shard fails with ErrCrossShard instead of running on the wrong one.
+func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...string) error {
+	top, err := c.topology()
+	if err != nil {
+		return err
+	}
+	if len(keys) == 0 {
+		return fmt.Errorf("%w: Watch needs at least one key: the keys choose the shard the transaction runs on", ErrNotSharded)
+	}
+	i := top.ring.LookupIndex(keys[0])
+	for _, k := range keys[1:] {
+		if j := top.ring.LookupIndex(k); j != i {
+			return top.crossShard("watch", keys[0], i, k, j)
+		}
+	}
+	if s := top.shards[i]; s.down.Load() {
+		return s.downError()
+	}
+	if err := c.handOffAll(ctx, top, keys); err != nil {
+		return err
+	}
+	return top.shards[i].client.Watch(ctx, func(tx *redis.Tx) error {
+		tx.AddHook(txGuard{c: c, top: top, shard: i, key: keys[0]})
+		return fn(tx)
+	}, keys...)
+}
+
+// txGuard is added to the *redis.Tx of a Watch: it refuses commands whose
+// keys live on another shard than the transaction's.
+type txGuard struct {
+	c     *Client
+	top   *topology
+	shard int
+	key   string // the key that chose the shard, for messages
+}
+
+func (g txGuard) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (g txGuard) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		keys, err := g.check(cmd)
+		if err == nil {
+			err = g.c.handOffAll(ctx, g.top, keys)
+		}
+		if err != nil {
+			return err
+		}
+		err = next(ctx, cmd)
+		g.written(cmd)
+		return err
+	}
+}
+
+func (g txGuard) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var moved []string
+		for _, cmd := range cmds {
+			keys, err := g.check(cmd)
+			if err != nil {
+				err = fmt.Errorf("transaction not sent: %w", err)
+				setCmdsErr(cmds, err)
+				return err
+			}
+			moved = append(moved, keys...)
+		}
+		if err := g.c.handOffAll(ctx, g.top, moved); err != nil {
+			setCmdsErr(cmds, err)
+			return err
+		}
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			g.written(cmd)
+		}
+		return err
+	}
+}
+
+// check refuses a command whose keys live on another shard and returns
+// its keys.
+func (g txGuard) check(cmd redis.Cmder) ([]string, error) {
+	args := cmd.Args()
+	var buf [8]int
+	info, idx, err := command.Lookup(args, buf[:0])
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, k := range idx {
+		keys = append(keys, command.Arg(args[k]))
+	}
+	target, first := g.shard, g.key
+	switch {
+	case info.Name == "watch":
+		for _, key := range keys {
+			if i := g.top.ring.LookupIndex(key); i != target {
+				return nil, g.top.crossShard("watch", first, target, key, i)
+			}
+		}
+		return keys, nil
+	case info.Class == command.NotSharded:
+		return nil, nil // connection state of this transaction: MULTI, EXEC, UNWATCH, ...
+	}
+	return keys, g.top.checkTxCommand(info, args, idx, &target, &first)
+}
+
+// written tells the hot-key layer about a write made inside the transaction.
+func (g txGuard) written(cmd redis.Cmder) {
+	if g.c.hot == nil {
+		return
+	}
+	var buf [8]int
+	info, keys, err := command.Lookup(cmd.Args(), buf[:0])
+	if err == nil && info.Flags&command.Write != 0 {
+		g.c.hot.written(g.top, info, cmd.Args(), keys)
+	}
+}
