@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -60,6 +59,10 @@ type topology struct {
 	// handoff, while not nil, holds the previous topology: keys whose owner
 	// changed are fetched from their previous owner on first use.
 	handoff *handoff
+
+	// orphans are shards removed by SetShards whose keys Rebalance has not
+	// moved yet: not on the ring, still open.
+	orphans []*shard
 
 	// gutterTTL > 0 turns failover on: a down shard's keys are served by a
 	// stand-in, and writes there live at most gutterTTL.
@@ -234,7 +237,7 @@ func (c *Client) Close() error {
 		t.Stop()
 	}
 	top := c.top.Load()
-	all := slices.Clone(top.shards)
+	all := top.sources()
 	if top.handoff != nil {
 		all = append(all, top.handoff.from.shards...)
 	}

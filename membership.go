@@ -66,7 +66,7 @@ func (h *handoff) markDone(key string) {
 // finish against the ring they started with, and none fails because of the
 // switch. Clients of shards that keep their name and endpoint are reused;
 // clients of new shards are created; clients of removed shards stay open
-// while their data is handed off and are closed afterwards.
+// until Rebalance has moved their keys, then close.
 //
 // After the switch, the first command on a key whose owner changed first
 // brings the key over from its previous owner (DUMP, PTTL, then RESTORE
@@ -104,6 +104,13 @@ func (c *Client) SetShards(ctx context.Context, shards []Shard) error {
 	}
 	top := &topology{epoch: old.epoch + 1, ring: r, gutterTTL: old.gutterTTL}
 	top.shards, top.byName = c.buildShards(r, valid, old)
+	// Shards that left keep their clients: their keys are still to be
+	// moved (handoff, Rebalance).
+	for _, s := range old.sources() {
+		if !slices.ContainsFunc(top.shards, func(n *shard) bool { return n.backend == s.backend }) {
+			top.orphans = append(top.orphans, s)
+		}
+	}
 	window := c.opt.HandoffWindow
 	if window == 0 {
 		window = defaultHandoffWindow
@@ -113,16 +120,13 @@ func (c *Client) SetShards(ctx context.Context, shards []Shard) error {
 	}
 	c.opt.Shards = valid
 	c.top.Store(top)
-	if top.handoff == nil {
-		c.retire(old, top)
-	}
 	return nil
 }
 
 // EndHandoff ends the handoff of the last membership change now: keys
-// still on their previous owner are no longer looked for there, and the
-// clients of removed shards are closed. Rebalance calls it when it has
-// moved every key.
+// still on their previous owner are no longer looked for there (they miss
+// until Rebalance moves them). The clients of removed shards stay open
+// until a Rebalance has moved their keys.
 func (c *Client) EndHandoff() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -134,27 +138,27 @@ func (c *Client) EndHandoff() {
 	}
 }
 
-// endHandoffLocked publishes top without its handoff and retires the
-// previous topology's removed backends. Caller holds c.mu.
+// endHandoffLocked publishes top without its handoff. Caller holds c.mu.
 func (c *Client) endHandoffLocked(top *topology) *topology {
 	next := *top
 	next.handoff = nil
 	c.top.Store(&next)
-	c.retire(top.handoff.from, &next)
 	return &next
 }
 
-// retire closes, after a grace period, the backends of old that cur no
-// longer uses. Caller holds c.mu.
-func (c *Client) retire(old, cur *topology) {
-	var gone []*backend
-	for _, s := range old.shards {
-		if !slices.ContainsFunc(cur.shards, func(n *shard) bool { return n.backend == s.backend }) {
-			gone = append(gone, s.backend)
-		}
-	}
-	if len(gone) == 0 {
+// releaseOrphansLocked publishes top without its handoff and its removed
+// shards, whose keys have all been moved, and closes their clients after a
+// grace period for commands that started on an older ring. Caller holds c.mu.
+func (c *Client) releaseOrphansLocked(top *topology) {
+	next := *top
+	next.handoff, next.orphans = nil, nil
+	c.top.Store(&next)
+	if len(top.orphans) == 0 {
 		return
+	}
+	gone := make([]*backend, len(top.orphans))
+	for i, s := range top.orphans {
+		gone[i] = s.backend
 	}
 	c.retired = append(c.retired, gone...)
 	c.retireTimers = append(c.retireTimers, time.AfterFunc(retireGrace, func() {

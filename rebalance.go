@@ -3,6 +3,7 @@ package redshard
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -58,8 +59,9 @@ type RebalanceReport struct {
 // still holds the copied value, so a write that reached the old shard
 // meanwhile is not lost. It is safe to run while the client serves traffic,
 // and to run again after an interruption: keys already moved are no longer
-// found on their old shard. When every key has moved (and the final check
-// finds none misplaced), the handoff of the last SetShards ends.
+// found on their old shard. When every key has moved and the final check
+// finds none misplaced, the handoff of the last SetShards ends and the
+// clients of removed shards are closed (not with SkipVerify).
 //
 // Rebalance stops when ctx is done and returns the report so far with
 // ctx's error.
@@ -105,28 +107,20 @@ func (c *Client) Rebalance(ctx context.Context, opt RebalanceOptions) (Rebalance
 	if err != nil {
 		return report, err
 	}
-	if report.Failed == 0 && report.Misplaced == 0 {
+	if report.Failed == 0 && report.Misplaced == 0 && report.Verified {
 		c.mu.Lock()
-		if cur := c.top.Load(); cur.handoff != nil && cur.epoch == top.epoch && !c.closed.Load() {
-			c.endHandoffLocked(cur)
+		if cur := c.top.Load(); cur.epoch == top.epoch && !c.closed.Load() {
+			c.releaseOrphansLocked(cur)
 		}
 		c.mu.Unlock()
 	}
 	return report, nil
 }
 
-// sources lists the shards that may hold keys: the current ones and, while
-// a handoff runs, the removed ones.
+// sources lists the shards that may hold keys: the current ones and the
+// removed ones whose keys have not been moved yet.
 func (t *topology) sources() []*shard {
-	out := append([]*shard(nil), t.shards...)
-	if t.handoff != nil {
-		for _, s := range t.handoff.from.shards {
-			if _, ok := t.byName[s.Name]; !ok {
-				out = append(out, s)
-			}
-		}
-	}
-	return out
+	return append(slices.Clone(t.shards), t.orphans...)
 }
 
 const maxRebalancePasses = 3
