@@ -4,10 +4,12 @@
 // the keys on each shard.
 //
 //	go run ./examples/membership
+//	go run ./examples/membership -keys 100000 -duration 10s -tick 1s
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log"
 	"math/rand/v2"
@@ -21,15 +23,16 @@ import (
 	"github.com/redshard/redshard"
 )
 
-const (
-	numKeys = 50000
-	phase   = 2 * time.Second
-	tick    = 500 * time.Millisecond
+var (
+	numKeys = flag.Int("keys", 50000, "keys preloaded on the 4 shards")
+	phase   = flag.Duration("duration", 2*time.Second, "how long each run lasts")
+	tick    = flag.Duration("tick", 500*time.Millisecond, "reporting interval; the shard joins after the first")
 )
 
 func main() {
+	flag.Parse()
 	ctx := context.Background()
-	fmt.Printf("4 shards, %d keys, 95%% reads; a 5th shard joins after %v\n\n", numKeys, tick)
+	fmt.Printf("4 shards, %d keys, 95%% reads; a 5th shard joins after %v\n\n", *numKeys, *tick)
 	run(ctx, "without handoff", -1)
 	c := run(ctx, "with handoff", 0)
 	defer c.Close()
@@ -53,7 +56,7 @@ func main() {
 	for _, s := range c.Shards() {
 		sc, _ := c.ShardClient(s.Name)
 		n, _ := sc.DBSize(ctx).Result()
-		fmt.Printf("  %-8s %6d keys (%.1f%%, ring share %.1f%%)\n", s.Name, n, 100*float64(n)/numKeys, 100*shares[s.Name])
+		fmt.Printf("  %-8s %6d keys (%.1f%%, ring share %.1f%%)\n", s.Name, n, 100*float64(n)/float64(*numKeys), 100*shares[s.Name])
 	}
 }
 
@@ -73,7 +76,7 @@ func run(ctx context.Context, title string, handoffWindow time.Duration) *redsha
 		log.Fatal(err)
 	}
 	pipe := c.Pipeline()
-	for i := 0; i < numKeys; i++ {
+	for i := 0; i < *numKeys; i++ {
 		pipe.Set(ctx, fmt.Sprintf("key:%d", i), i, 0)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
@@ -91,7 +94,7 @@ func run(ctx context.Context, title string, handoffWindow time.Duration) *redsha
 					return
 				default:
 				}
-				k := fmt.Sprintf("key:%d", rand.IntN(numKeys))
+				k := fmt.Sprintf("key:%d", rand.IntN(*numKeys))
 				if rand.IntN(100) < 5 {
 					c.Set(ctx, k, "updated", 0)
 					continue
@@ -107,9 +110,13 @@ func run(ctx context.Context, title string, handoffWindow time.Duration) *redsha
 	fmt.Printf("%s:\n", title)
 	start := time.Now()
 	added := false
-	for t := tick; t <= phase; t += tick {
+	var totalReads, totalMisses int64
+	for t := *tick; t <= *phase; t += *tick {
 		time.Sleep(time.Until(start.Add(t)))
 		r, m := reads.Swap(0), misses.Swap(0)
+		if added {
+			totalReads, totalMisses = totalReads+r, totalMisses+m
+		}
 		fmt.Printf("  %4.1fs  %6d reads  miss rate %5.1f%%\n", t.Seconds(), r, 100*float64(m)/float64(max(r, 1)))
 		if !added {
 			if err := c.SetShards(ctx, shards); err != nil {
@@ -122,6 +129,7 @@ func run(ctx context.Context, title string, handoffWindow time.Duration) *redsha
 	close(stop)
 	wg.Wait()
 	st := c.Stats()
-	fmt.Printf("  keys handed off on first use: %d\n", st.HandoffMoved)
+	fmt.Printf("  after the change: %d reads, miss rate %.2f%%; keys handed off on first use: %d\n",
+		totalReads, 100*float64(totalMisses)/float64(max(totalReads, 1)), st.HandoffMoved)
 	return c
 }
