@@ -27,6 +27,8 @@ func (stubHook) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessPipe
 func overheadClients(b *testing.B, stub bool) (*redshard.Client, *redis.Client) {
 	opt := &redshard.Options{}
 	if stub {
+		// Stub shards have no server: a heartbeat would mark them down.
+		opt.Health = &redshard.HealthOptions{Disable: true}
 		opt.NewShardClient = func(s redshard.Shard, o *redis.Options) *redis.Client {
 			c := redis.NewClient(o)
 			c.AddHook(stubHook{})

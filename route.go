@@ -161,7 +161,10 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 		setCmdsErr(cmds, err)
 		return err
 	}
-	perShard := make([][]redis.Cmder, len(top.shards))
+	// Every command (or sub-command) is first listed with its shard, then
+	// grouped per shard with a counting sort: one allocation, not one per
+	// append.
+	sends := make([]sub, 0, len(cmds))
 	var after []sub // sent once the pipelines are done
 	var finishes []func()
 	var moved []string // keys to hand off before the pipeline runs
@@ -187,7 +190,7 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 		case rt.direct >= 0:
 			i := rt.direct
 			if !top.shards[i].down.Load() {
-				perShard[i] = append(perShard[i], cmd)
+				sends = append(sends, sub{shard: i, cmd: cmd})
 				break
 			}
 			j, ok := top.serve(i, cmd.Args(), keys)
@@ -195,9 +198,11 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 				cmd.SetErr(top.shards[i].downError())
 				break
 			}
-			perShard[j] = append(perShard[j], cmd)
+			sends = append(sends, sub{shard: j, cmd: cmd})
 			if info.Flags&command.Write != 0 {
-				perShard[j] = append(perShard[j], top.recordStandIn(ctx, cmd.Args(), keys, i, j)...)
+				for _, capCmd := range top.recordStandIn(ctx, cmd.Args(), keys, i, j) {
+					sends = append(sends, sub{shard: j, cmd: capCmd})
+				}
 			}
 		default:
 			for _, s := range rt.subs {
@@ -205,7 +210,7 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 					s.cmd.SetErr(b.downError())
 					continue
 				}
-				perShard[s.shard] = append(perShard[s.shard], s.cmd)
+				sends = append(sends, s)
 			}
 			after = append(after, rt.after...)
 			finishes = append(finishes, rt.finish)
@@ -215,6 +220,7 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 		setCmdsErr(cmds, err)
 		return err
 	}
+	perShard := groupByShard(sends, len(top.shards))
 	used := make([]int, 0, len(perShard))
 	for i, list := range perShard {
 		if len(list) > 0 {
@@ -224,9 +230,7 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 	parallel(len(used), func(j int) {
 		i := used[j]
 		p := top.shards[i].client.Pipeline()
-		for _, cmd := range perShard[i] {
-			_ = p.Process(ctx, cmd)
-		}
+		p.BatchProcess(ctx, perShard[i]...)
 		_, _ = p.Exec(ctx) // errors are on the commands
 	})
 	parallel(len(after), func(i int) {
@@ -240,6 +244,26 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 		c.hot.written(top, w.info, w.args, w.keys)
 	}
 	return firstErr(cmds)
+}
+
+// groupByShard returns the commands of sends per shard, in their order.
+func groupByShard(sends []sub, n int) [][]redis.Cmder {
+	counts := make([]int, n+1)
+	for _, s := range sends {
+		counts[s.shard+1]++
+	}
+	for i := 1; i <= n; i++ {
+		counts[i] += counts[i-1]
+	}
+	flat := make([]redis.Cmder, len(sends))
+	out := make([][]redis.Cmder, n)
+	for i := range out {
+		out[i] = flat[counts[i]:counts[i]:counts[i+1]]
+	}
+	for _, s := range sends {
+		out[s.shard] = append(out[s.shard], s.cmd)
+	}
+	return out
 }
 
 // write is a write command of a pipeline or transaction, remembered so the
