@@ -552,3 +552,44 @@ func TestFrontNeverDials(t *testing.T) {
 		t.Fatalf("front client opened connections: %+v", st)
 	}
 }
+
+func TestSubscribeShardsMergesShards(t *testing.T) {
+	cl := newCluster(t, 1, 1, 1)
+	a, b := cl.twoShardKeys(t)
+	chans := []string{"news:" + a, "news:" + b, a, b}
+	sub, err := cl.c.SubscribeShards(ctx, chans...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	pat, err := cl.c.PSubscribeShards(ctx, "news:*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range chans {
+		if err := cl.c.Publish(ctx, ch, "hi "+ch).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]bool{}
+	for len(got) < len(chans) {
+		msg := <-sub.Channel()
+		got[msg.Channel] = msg.Payload == "hi "+msg.Channel
+	}
+	for _, ch := range chans {
+		if !got[ch] {
+			t.Fatalf("no message on %s: %v", ch, got)
+		}
+	}
+	for n := 0; n < 2; n++ { // the two news:* channels, wherever they live
+		if msg := <-pat.Channel(); msg.Pattern != "news:*" {
+			t.Fatalf("pattern message %+v", msg)
+		}
+	}
+	if err := pat.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, open := <-pat.Channel(); open {
+		t.Fatal("Channel still open after Close")
+	}
+}
