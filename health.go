@@ -365,7 +365,7 @@ func (c *Client) processDown(ctx context.Context, top *topology, info command.In
 	}
 	c.stats.standInCommands.Add(1)
 	standIn := top.shards[j].client
-	if info.Flags&command.Write == 0 {
+	if !mayWrite(info) {
 		return standIn.Process(ctx, cmd)
 	}
 	caps := top.recordStandIn(ctx, cmd.Args(), keys, i, j)
@@ -376,5 +376,8 @@ func (c *Client) processDown(ctx context.Context, top *topology, info command.In
 		}
 		return nil
 	})
+	if c.hot != nil {
+		c.hot.written(top, info, cmd.Args(), keys)
+	}
 	return cmd.Err()
 }

@@ -2,33 +2,422 @@ package redshard
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
 
+	"github.com/redshard/redshard/hotkey"
 	"github.com/redshard/redshard/internal/command"
+	"github.com/redshard/redshard/localcache"
 )
 
-// HotKeyOptions configures hot-key detection and mitigation (not available yet: NewClient refuses a non-nil HotKeys).
-type HotKeyOptions struct{}
+// Mitigation says how a client takes the reads of a hot key off the shard
+// that owns it. See HotKeyOptions.
+type Mitigation int
 
-// hotPath is the hot-key layer between routing and the shard clients.
-type hotPath struct{}
+const (
+	// LocalCache answers read-only commands on a hot key (see HotKeyOptions
+	// for the list) from a cache in the client's memory. A miss is read
+	// from the shard once however many goroutines ask at the same moment.
+	// On servers that support CLIENT TRACKING (Redis 6 and later) a write
+	// made anywhere evicts the cached replies as soon as the server's
+	// invalidation message arrives; elsewhere a reply lives MaxStaleness.
+	LocalCache Mitigation = iota + 1
+	// Split keeps copies of a hot key on the next distinct shards clockwise
+	// on the ring and spreads its reads over them and the owner. Copies are
+	// made with DUMP and RESTORE (any data type) and live MaxStaleness.
+	Split
+)
 
-func newHotPath(*Client, *HotKeyOptions) (*hotPath, error) {
-	return nil, errors.New("redshard: hot-key mitigation is not available in this build")
+// String returns "LocalCache", "Split", or "Mitigation(n)".
+func (m Mitigation) String() string {
+	switch m {
+	case LocalCache:
+		return "LocalCache"
+	case Split:
+		return "Split"
+	}
+	return fmt.Sprintf("Mitigation(%d)", int(m))
 }
 
-// process runs a keyed command owned by shard i.
-func (h *hotPath) process(ctx context.Context, top *topology, _ command.Info, cmd redis.Cmder, _ []int, i int) error {
-	return top.shards[i].client.Process(ctx, cmd)
+// Tracking says whether LocalCache uses server-assisted invalidation
+// (CLIENT TRACKING). It has no effect on Split.
+type Tracking int
+
+const (
+	// TrackingAuto, the default, uses CLIENT TRACKING on every shard whose
+	// server accepts it and MaxStaleness alone on the others. Whether a
+	// server accepts it is found out once, at the first hot read on it.
+	TrackingAuto Tracking = iota
+	// TrackingOff never uses CLIENT TRACKING: a cached reply may lag another
+	// process's write by up to MaxStaleness.
+	TrackingOff
+	// TrackingOn caches replies only from shards that track them: on a
+	// shard whose server refuses CLIENT TRACKING, hot reads are coalesced
+	// but not cached.
+	TrackingOn
+)
+
+// String returns "TrackingAuto", "TrackingOff", "TrackingOn", or "Tracking(n)".
+func (t Tracking) String() string {
+	switch t {
+	case TrackingAuto:
+		return "TrackingAuto"
+	case TrackingOff:
+		return "TrackingOff"
+	case TrackingOn:
+		return "TrackingOn"
+	}
+	return fmt.Sprintf("Tracking(%d)", int(t))
+}
+
+// DefaultMaxStaleness is HotKeyOptions.MaxStaleness when left zero.
+const DefaultMaxStaleness = time.Second
+
+// defaultCopies is the default number of shards a split hot key is read
+// from (capped by the number of shards).
+const defaultCopies = 3
+
+// SplitCopyPrefix starts the name of every split copy of a hot key:
+// SplitCopyPrefix + a random tag of the client that made it + ":" + key.
+// Copies live on other shards than the key's owner and expire on their own;
+// Rebalance leaves them where they are. Do not use keys with this prefix
+// for data.
+const SplitCopyPrefix = "redshard:copy:"
+
+// ErrBadHotKeyOptions is returned (wrapped, with the offending field) by
+// NewClient for invalid HotKeyOptions. Match it with errors.Is.
+var ErrBadHotKeyOptions = errors.New("redshard: bad HotKeyOptions")
+
+// HotKeyOptions turns on hot-key detection and mitigation (Options.HotKeys).
+//
+// Every command on one key is counted by a streaming detector (package
+// hotkey); a key whose rate and share of this client's traffic pass the
+// detector's thresholds is hot. Reads of a hot key are then taken off its
+// shard as Mitigation says; other keys and writes go to their shard as
+// without HotKeyOptions.
+//
+// The read-only commands served from the local cache are GET, GETRANGE,
+// SUBSTR, STRLEN, GETBIT, BITCOUNT, HGET, HMGET, HGETALL, HEXISTS, HLEN,
+// HSTRLEN, HKEYS, HVALS, LRANGE, LLEN, LINDEX, SMEMBERS, SISMEMBER,
+// SMISMEMBER, SCARD, ZRANGE, ZRANGEBYSCORE, ZRANGEBYLEX, ZREVRANGE,
+// ZREVRANGEBYSCORE, ZREVRANGEBYLEX, ZSCORE, ZMSCORE, ZCARD, ZCOUNT,
+// ZLEXCOUNT, ZRANK, ZREVRANK, EXISTS and TYPE, sent as single commands
+// (not in a pipeline or transaction) through go-redis's typed methods or Do.
+// Split serves the same commands plus SRANDMEMBER, HRANDFIELD and
+// ZRANDMEMBER from its copies. A reply is cached per shard, key and full
+// argument list, so HGET of one field never answers HGET of another.
+//
+// Writes through the client are seen at once (read-your-writes): a write
+// or delete of a key, through any command, pipeline, transaction or Watch,
+// evicts the key's cached replies and deletes its split copies before it
+// returns.
+type HotKeyOptions struct {
+	// Mitigation chooses LocalCache or Split. Required.
+	Mitigation Mitigation
+
+	// MaxStaleness is the most a cached reply or a split copy may lag a
+	// write made by another process (or another client): cached replies
+	// and copies live at most this long. With LocalCache on servers that
+	// track (see Tracking) the lag is normally only the invalidation's
+	// delivery time, and MaxStaleness is the backstop. Must not be
+	// negative. Default DefaultMaxStaleness (1s).
+	MaxStaleness time.Duration
+
+	// Detector configures hot-key detection. Nil means the defaults of
+	// package hotkey: a key is hot above 100 commands per second and 1% of
+	// this client's keyed commands, over a 10s window.
+	Detector *hotkey.Config
+
+	// CacheBytes is the LocalCache memory budget in bytes. Must not be
+	// negative. Default localcache.DefaultMaxBytes (64 MiB).
+	CacheBytes int64
+
+	// Copies is, for Split, the number of shards a hot key is read from,
+	// its owner included: the owner and the next Copies-1 distinct shards
+	// clockwise. Must not be negative nor exceed the number of shards.
+	// Default min(3, number of shards).
+	Copies int
+
+	// Tracking chooses server-assisted invalidation for LocalCache.
+	// Default TrackingAuto.
+	Tracking Tracking
+}
+
+// resolve validates o against a client of n shards and returns a copy with
+// the defaults filled in.
+func (o *HotKeyOptions) resolve(n int) (HotKeyOptions, error) {
+	r := *o
+	switch {
+	case r.Mitigation != LocalCache && r.Mitigation != Split:
+		return r, fmt.Errorf("%w: Mitigation %v: choose LocalCache or Split", ErrBadHotKeyOptions, r.Mitigation)
+	case r.MaxStaleness < 0:
+		return r, fmt.Errorf("%w: MaxStaleness %v is negative", ErrBadHotKeyOptions, r.MaxStaleness)
+	case r.CacheBytes < 0:
+		return r, fmt.Errorf("%w: CacheBytes %d is negative", ErrBadHotKeyOptions, r.CacheBytes)
+	case r.Copies < 0 || r.Copies > n:
+		return r, fmt.Errorf("%w: Copies %d outside [0, %d shards]", ErrBadHotKeyOptions, r.Copies, n)
+	case r.Tracking < TrackingAuto || r.Tracking > TrackingOn:
+		return r, fmt.Errorf("%w: Tracking %v", ErrBadHotKeyOptions, r.Tracking)
+	}
+	if r.MaxStaleness == 0 {
+		r.MaxStaleness = DefaultMaxStaleness
+	}
+	if r.Copies == 0 {
+		r.Copies = min(defaultCopies, n)
+	}
+	if r.Detector != nil {
+		d := *r.Detector
+		r.Detector = &d
+	}
+	return r, nil
+}
+
+const (
+	// hotFetchTimeout bounds a shared read, fill or copy deletion, which run
+	// detached from the contexts of the callers waiting for them.
+	hotFetchTimeout = 5 * time.Second
+	// hotTopN is how many keys HotKeys and Stats report at most.
+	hotTopN = 20
+	// genStripes is the number of key generation counters (a power of two).
+	genStripes = 4096
+)
+
+// hotPath is the hot-key layer between routing and the shard clients: it
+// counts keys, serves hot reads from the local cache or split copies, and
+// invalidates both on writes. It is safe for concurrent use.
+type hotPath struct {
+	c        *Client
+	opt      HotKeyOptions // resolved
+	det      *hotkey.Detector
+	cache    *localcache.Cache // nil unless LocalCache
+	split    *splitRegistry    // nil unless Split
+	instance string            // random tag naming this client's split copies
+
+	flights singleflight.Group // shared reads and copy fills
+
+	// gens are bumped by every invalidation of a key (hash-striped), and
+	// are part of the key of a shared read: a read that starts after a
+	// write never joins a flight that started before it.
+	gens [genStripes]atomic.Uint64
+
+	shards  sync.Map     // *backend -> *hotShard
+	nextID  atomic.Int64 // hotShard ids, the cache's shard numbers
+	charges atomic.Int64 // hot-key work counted by charge (Split)
+
+	ctx    context.Context // cancelled by close: stops flights and subscribers
+	cancel context.CancelFunc
+
+	mu     sync.Mutex // guards closed; orders wg.Add before close's wg.Wait
+	closed bool
+	wg     sync.WaitGroup // running flights
+
+	stats hotCounters
+}
+
+// hotCounters are the hot-key layer's event counters.
+type hotCounters struct {
+	hits, misses  atomic.Int64 // LocalCache reads answered locally / not
+	coalesced     atomic.Int64 // callers that shared another caller's flight
+	splitReads    atomic.Int64 // reads answered by a split copy
+	fallbacks     atomic.Int64 // copy reads that went on to the owner
+	fills         atomic.Int64 // copies made
+	invalidations atomic.Int64 // keys named by tracking messages
+	trackingLost  atomic.Int64 // times a shard's cached replies were dropped with its tracking
+}
+
+func newHotPath(c *Client, o *HotKeyOptions) (*hotPath, error) {
+	opt, err := o.resolve(len(c.top.Load().shards))
+	if err != nil {
+		return nil, err
+	}
+	det, err := hotkey.New(opt.Detector)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Detector: %w", ErrBadHotKeyOptions, err)
+	}
+	var tag [8]byte
+	_, _ = rand.Read(tag[:]) // never fails (crypto/rand)
+	h := &hotPath{c: c, opt: opt, det: det, instance: hex.EncodeToString(tag[:])}
+	switch opt.Mitigation {
+	case LocalCache:
+		if h.cache, err = localcache.New(&localcache.Config{MaxBytes: opt.CacheBytes}); err != nil {
+			return nil, fmt.Errorf("%w: CacheBytes: %w", ErrBadHotKeyOptions, err)
+		}
+	case Split:
+		h.split = newSplitRegistry()
+	}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	return h, nil
+}
+
+// process runs a command routed to shard i (class Keyed or Channel, or a
+// one-key Split command; owner up). Every key is counted; a write's keys
+// are invalidated after it ran, before process returns; a supported read
+// of a hot key goes to the local cache or a split copy.
+func (h *hotPath) process(ctx context.Context, top *topology, info command.Info, cmd redis.Cmder, keys []int, i int) error {
+	s := top.shards[i]
+	// Split-class commands (EXISTS, DEL, ...) come here only with one key.
+	if len(keys) == 0 || (info.Class != command.Keyed && (info.Class != command.Split || len(keys) != 1)) {
+		return s.client.Process(ctx, cmd)
+	}
+	args := cmd.Args()
+	// Neither Write nor ReadOnly (EVAL, FCALL, ...) may write: treat as a write.
+	if info.Flags&command.ReadOnly == 0 {
+		h.observe(args, keys)
+		err := s.client.Process(ctx, cmd)
+		if h.split != nil && h.det.IsHot(command.Arg(args[keys[0]])) {
+			h.charge(s, 1)
+		}
+		h.invalidate(args, keys)
+		return err
+	}
+	key := command.Arg(args[keys[0]])
+	h.det.Observe(key)
+	for _, k := range keys[1:] {
+		h.det.Observe(command.Arg(args[k]))
+	}
+	if len(keys) != 1 || !h.det.IsHot(key) {
+		return s.client.Process(ctx, cmd)
+	}
+	switch h.opt.Mitigation {
+	case LocalCache:
+		if cacheable[info.Name] && replyKind(cmd) != 0 {
+			return h.cachedRead(ctx, top, s, key, cmd)
+		}
+	case Split:
+		if (cacheable[info.Name] || copyable[info.Name]) && replyKind(cmd) != 0 {
+			return h.splitRead(ctx, top, info, i, key, keys[0], cmd)
+		}
+	}
+	return s.client.Process(ctx, cmd)
 }
 
 // written is told about every write that went through a path other than
 // process (split commands, pipelines, transactions, Watch), after it ran.
-func (h *hotPath) written(*topology, command.Info, []interface{}, []int) {}
+// Its keys' cached replies and split copies are gone when it returns. A
+// write with no key (FLUSHDB, FLUSHALL fanned out) drops everything.
+func (h *hotPath) written(_ *topology, info command.Info, args []interface{}, keys []int) {
+	if len(keys) == 0 {
+		if info.Class == command.Fanout && info.Flags&command.Write != 0 {
+			h.invalidateAll()
+		}
+		return
+	}
+	h.observe(args, keys)
+	h.invalidate(args, keys)
+}
 
-func (h *hotPath) close() {}
+// observe counts the keys of a command that does not go through process
+// (a read in a pipeline or a split MGET, say), so that the detector sees
+// all the traffic. It is cheap: one hash and one uncontended lock per key.
+func (h *hotPath) observe(args []interface{}, keys []int) {
+	for _, k := range keys {
+		h.det.Observe(command.Arg(args[k]))
+	}
+}
+
+// invalidate drops the cached replies and split copies of the given keys.
+func (h *hotPath) invalidate(args []interface{}, keys []int) {
+	for _, k := range keys {
+		key := command.Arg(args[k])
+		if h.cache != nil {
+			h.cache.InvalidateKey(key)
+			h.gens[genIndex(key)].Add(1)
+		}
+		if h.split != nil {
+			h.split.written(h, key)
+		}
+	}
+}
+
+// invalidateAll drops every cached reply and forgets every split copy (a
+// keyless write such as FLUSHDB removed them from the servers, or will).
+func (h *hotPath) invalidateAll() {
+	if h.cache != nil {
+		h.cache.Clear()
+		for i := range h.gens {
+			h.gens[i].Add(1)
+		}
+	}
+	if h.split != nil {
+		h.split.forgetAll()
+	}
+}
+
+func genIndex(key string) uint64 { return xxhash.Sum64String(key) & (genStripes - 1) }
+
+// enter registers a flight with close, or reports that the path is closed.
+func (h *hotPath) enter() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
+	}
+	h.wg.Add(1)
+	return true
+}
+
+// flight runs fn once for all callers asking with the same key at the same
+// time. fn runs detached from ctx, bounded by hotFetchTimeout and by close;
+// each caller waits for it or for its own ctx.
+func (h *hotPath) flight(ctx context.Context, key string, fn func(context.Context) (any, error)) (any, error) {
+	var led atomic.Bool
+	ch := h.flights.DoChan(key, func() (any, error) {
+		led.Store(true)
+		if !h.enter() {
+			return nil, redis.ErrClosed
+		}
+		defer h.wg.Done()
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hotFetchTimeout)
+		defer cancel()
+		stop := context.AfterFunc(h.ctx, cancel)
+		defer stop()
+		return fn(fctx)
+	})
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case r := <-ch:
+		if !led.Load() {
+			h.stats.coalesced.Add(1)
+		}
+		return r.Val, r.Err
+	}
+}
+
+// close stops the flights and the tracking goroutines, closes the clients
+// the hot path opened and the local cache, and waits for all of it. It is
+// idempotent.
+func (h *hotPath) close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	h.mu.Unlock()
+	h.cancel()
+	h.wg.Wait() // no flight starts after closed, so none creates a hotShard client after this
+	h.shards.Range(func(_, v any) bool {
+		v.(*hotShard).close()
+		return true
+	})
+	h.cache.Close()
+}
 
 // isSplitCopy reports whether key is the name of a split copy of a hot key.
-func isSplitCopy(string) bool { return false }
+func isSplitCopy(key string) bool { return strings.HasPrefix(key, SplitCopyPrefix) }
+
+// copyName is the name of this client's split copies of key.
+func (h *hotPath) copyName(key string) string {
+	return SplitCopyPrefix + h.instance + ":" + key
+}

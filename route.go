@@ -82,8 +82,11 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 	}
 	if rt.direct >= 0 {
 		if s := top.shards[rt.direct]; !s.down.Load() {
+			if c.hot != nil && info.Class == command.Split && len(keys) == 1 {
+				return c.hot.process(ctx, top, info, cmd, keys, rt.direct) // EXISTS k, DEL k, ...
+			}
 			err := s.client.Process(ctx, cmd)
-			if c.hot != nil && info.Flags&command.Write != 0 {
+			if c.hot != nil && mayWrite(info) {
 				c.hot.written(top, info, cmd.Args(), keys)
 			}
 			return err
@@ -103,8 +106,12 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 		_ = top.shards[s.shard].client.Process(ctx, s.cmd)
 	})
 	rt.finish()
-	if c.hot != nil && info.Flags&command.Write != 0 {
-		c.hot.written(top, info, cmd.Args(), keys)
+	if c.hot != nil {
+		if mayWrite(info) {
+			c.hot.written(top, info, cmd.Args(), keys)
+		} else if info.Class == command.Split {
+			c.hot.observe(cmd.Args(), keys) // MGET, EXISTS: count toward detection
+		}
 	}
 	return cmd.Err()
 }
@@ -199,7 +206,7 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 				break
 			}
 			sends = append(sends, sub{shard: j, cmd: cmd})
-			if info.Flags&command.Write != 0 {
+			if mayWrite(info) {
 				for _, capCmd := range top.recordStandIn(ctx, cmd.Args(), keys, i, j) {
 					sends = append(sends, sub{shard: j, cmd: capCmd})
 				}
@@ -274,13 +281,22 @@ type write struct {
 	keys []int
 }
 
-// noteWrite appends cmd to writes when the hot-key layer needs to know.
+// noteWrite appends cmd to writes when the hot-key layer needs to know,
+// and counts a read's keys toward hot-key detection.
 func (c *Client) noteWrite(writes []write, info command.Info, args []interface{}, keys []int) []write {
-	if c.hot == nil || info.Flags&command.Write == 0 {
+	if c.hot == nil {
+		return writes
+	}
+	if !mayWrite(info) {
+		c.hot.observe(args, keys)
 		return writes
 	}
 	return append(writes, write{info, args, append([]int(nil), keys...)})
 }
+
+// mayWrite reports whether a command may change keys: everything not
+// marked read-only, so EVAL and FCALL count as writes.
+func mayWrite(info command.Info) bool { return info.Flags&command.ReadOnly == 0 }
 
 // processTx runs a transaction's commands as one MULTI/EXEC on the shard
 // that owns all of their keys, or fails every command with nothing sent.

@@ -34,6 +34,13 @@ type Stats struct {
 	// OutageKeysCleaned counts keys deleted from returning shards and their
 	// stand-ins because they were written during an outage.
 	OutageKeysCleaned int64
+
+	// Hot keys
+
+	// Hot describes hot-key detection and mitigation: the keys hot now, the
+	// local cache, split copies and invalidation tracking. It is the zero
+	// value when Options.HotKeys is nil.
+	Hot HotStats
 }
 
 // ShardStats describes one shard.
@@ -65,5 +72,7 @@ func (c *Client) Stats() Stats {
 			Name: s.Name, Addr: s.Addr, Weight: s.Weight, Share: shares[s.Name], Down: s.down.Load(),
 		})
 	}
+	// Hot keys
+	st.Hot = c.hotStats()
 	return st
 }

@@ -1,0 +1,337 @@
+package redshard
+
+import (
+	"context"
+	"encoding/binary"
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard/internal/command"
+)
+
+// cacheable lists the read-only one-key commands whose replies depend only
+// on the key's value and the arguments: LocalCache may answer them, and
+// Split may answer them from a copy.
+var cacheable = map[string]bool{
+	"get": true, "getrange": true, "substr": true, "strlen": true, "getbit": true, "bitcount": true,
+	"hget": true, "hmget": true, "hgetall": true, "hexists": true, "hlen": true, "hstrlen": true, "hkeys": true, "hvals": true,
+	"lrange": true, "llen": true, "lindex": true,
+	"smembers": true, "sismember": true, "smismember": true, "scard": true,
+	"zrange": true, "zrangebyscore": true, "zrangebylex": true, "zrevrange": true, "zrevrangebyscore": true, "zrevrangebylex": true,
+	"zscore": true, "zmscore": true, "zcard": true, "zcount": true, "zlexcount": true, "zrank": true, "zrevrank": true,
+	"exists": true, "type": true,
+}
+
+// copyable lists the read-only commands that a split copy answers as well
+// as the owner, but whose replies must not be cached (they are random).
+var copyable = map[string]bool{"srandmember": true, "hrandfield": true, "zrandmember": true}
+
+// Reply kinds: the typed commands whose values the hot path can copy from
+// one command into another. 0 means unsupported.
+const (
+	kindString byte = iota + 1
+	kindInt
+	kindBool
+	kindFloat
+	kindStatus
+	kindStringSlice
+	kindSlice
+	kindMapStringString
+	kindBoolSlice
+	kindFloatSlice
+	kindZSlice
+	kindCmd
+)
+
+// replyKind returns the kind of cmd's reply, or 0 if the hot path cannot
+// copy it.
+func replyKind(cmd redis.Cmder) byte {
+	switch cmd.(type) {
+	case *redis.StringCmd:
+		return kindString
+	case *redis.IntCmd:
+		return kindInt
+	case *redis.BoolCmd:
+		return kindBool
+	case *redis.FloatCmd:
+		return kindFloat
+	case *redis.StatusCmd:
+		return kindStatus
+	case *redis.StringSliceCmd:
+		return kindStringSlice
+	case *redis.SliceCmd:
+		return kindSlice
+	case *redis.MapStringStringCmd:
+		return kindMapStringString
+	case *redis.BoolSliceCmd:
+		return kindBoolSlice
+	case *redis.FloatSliceCmd:
+		return kindFloatSlice
+	case *redis.ZSliceCmd:
+		return kindZSlice
+	case *redis.Cmd:
+		return kindCmd
+	}
+	return 0
+}
+
+// reply is a command's outcome as the hot path stores and shares it. The
+// value is never modified once built: callers get copies.
+type reply struct {
+	val any
+	err error // nil, redis.Nil, or (never cached) another error
+}
+
+// replyOf takes the outcome of a command of a supported kind.
+func replyOf(cmd redis.Cmder) *reply {
+	r := &reply{err: cmd.Err()}
+	switch c := cmd.(type) {
+	case *redis.StringCmd:
+		r.val = c.Val()
+	case *redis.IntCmd:
+		r.val = c.Val()
+	case *redis.BoolCmd:
+		r.val = c.Val()
+	case *redis.FloatCmd:
+		r.val = c.Val()
+	case *redis.StatusCmd:
+		r.val = c.Val()
+	case *redis.StringSliceCmd:
+		r.val = c.Val()
+	case *redis.SliceCmd:
+		r.val = c.Val()
+	case *redis.MapStringStringCmd:
+		r.val = c.Val()
+	case *redis.BoolSliceCmd:
+		r.val = c.Val()
+	case *redis.FloatSliceCmd:
+		r.val = c.Val()
+	case *redis.ZSliceCmd:
+		r.val = c.Val()
+	case *redis.Cmd:
+		r.val = c.Val()
+	}
+	return r
+}
+
+// cacheable reports whether r may be stored: a value, or a nil reply (a
+// missing key or field, which tracking and invalidation cover as well).
+func (r *reply) cacheable() bool { return r.err == nil || r.err == redis.Nil }
+
+// apply stores a copy of r in cmd, which must be of the kind r was taken
+// from, and returns cmd's error.
+func (r *reply) apply(cmd redis.Cmder) error {
+	if r.err != nil {
+		cmd.SetErr(r.err)
+		return r.err
+	}
+	switch c := cmd.(type) {
+	case *redis.StringCmd:
+		c.SetVal(r.val.(string))
+	case *redis.IntCmd:
+		c.SetVal(r.val.(int64))
+	case *redis.BoolCmd:
+		c.SetVal(r.val.(bool))
+	case *redis.FloatCmd:
+		c.SetVal(r.val.(float64))
+	case *redis.StatusCmd:
+		c.SetVal(r.val.(string))
+	case *redis.StringSliceCmd:
+		c.SetVal(slices.Clone(r.val.([]string)))
+	case *redis.SliceCmd:
+		c.SetVal(cloneValue(r.val).([]interface{}))
+	case *redis.MapStringStringCmd:
+		c.SetVal(maps.Clone(r.val.(map[string]string)))
+	case *redis.BoolSliceCmd:
+		c.SetVal(slices.Clone(r.val.([]bool)))
+	case *redis.FloatSliceCmd:
+		c.SetVal(slices.Clone(r.val.([]float64)))
+	case *redis.ZSliceCmd:
+		c.SetVal(slices.Clone(r.val.([]redis.Z)))
+	case *redis.Cmd:
+		c.SetVal(cloneValue(r.val))
+	}
+	cmd.SetErr(nil)
+	return nil
+}
+
+// cloneValue copies the slices and maps of a generic reply value, so that a
+// caller that modifies its reply does not modify another's.
+func cloneValue(v any) any {
+	switch v := v.(type) {
+	case []interface{}:
+		if v == nil {
+			return v
+		}
+		out := make([]interface{}, len(v))
+		for i, e := range v {
+			out[i] = cloneValue(e)
+		}
+		return out
+	case map[interface{}]interface{}:
+		out := make(map[interface{}]interface{}, len(v))
+		for k, e := range v {
+			out[k] = cloneValue(e)
+		}
+		return out
+	case map[string]interface{}:
+		out := make(map[string]interface{}, len(v))
+		for k, e := range v {
+			out[k] = cloneValue(e)
+		}
+		return out
+	case []string:
+		return slices.Clone(v)
+	}
+	return v
+}
+
+// sizeOf estimates the memory of a reply value in bytes, for the cache's
+// budget.
+func sizeOf(v any) int64 {
+	const word = 16
+	switch v := v.(type) {
+	case string:
+		return int64(len(v)) + word
+	case []string:
+		n := int64(word)
+		for _, s := range v {
+			n += int64(len(s)) + word
+		}
+		return n
+	case []interface{}:
+		n := int64(word)
+		for _, e := range v {
+			n += sizeOf(e)
+		}
+		return n
+	case map[string]string:
+		n := int64(word)
+		for k, s := range v {
+			n += int64(len(k)+len(s)) + 2*word
+		}
+		return n
+	case map[interface{}]interface{}:
+		n := int64(word)
+		for k, e := range v {
+			n += sizeOf(k) + sizeOf(e)
+		}
+		return n
+	case map[string]interface{}:
+		n := int64(word)
+		for k, e := range v {
+			n += int64(len(k)) + word + sizeOf(e)
+		}
+		return n
+	case []bool:
+		return int64(len(v)) + word
+	case []float64:
+		return 8*int64(len(v)) + word
+	case []redis.Z:
+		n := int64(word)
+		for _, z := range v {
+			n += 8 + sizeOf(z.Member)
+		}
+		return n
+	}
+	return word
+}
+
+// subKey names a read in the cache, beside its shard and key: the reply
+// kind and every argument, length-prefixed so no two argument lists share
+// a name.
+func subKey(kind byte, args []interface{}) string {
+	b := make([]byte, 0, 48)
+	b = append(b, kind)
+	for _, a := range args {
+		s := command.Arg(a)
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	return string(b)
+}
+
+// cachedRead answers a supported read of a hot key on shard s from the local
+// cache, or reads it from the shard once for every caller asking at the
+// same time and caches the reply.
+func (h *hotPath) cachedRead(ctx context.Context, top *topology, s *shard, key string, cmd redis.Cmder) error {
+	hs := h.shardState(s)
+	sub := subKey(replyKind(cmd), cmd.Args())
+	if v, ok := h.cache.Get(hs.id, key, sub); ok {
+		h.stats.hits.Add(1)
+		return v.(*reply).apply(cmd)
+	}
+	h.stats.misses.Add(1)
+	// The flight's name carries every generation that a write or a lost
+	// tracking connection bumps, so a read that starts after one never
+	// shares a read that started before it.
+	fk := make([]byte, 0, 64+len(sub)+len(key))
+	fk = append(fk, 'r')
+	fk = strconv.AppendUint(fk, top.epoch, 10)
+	fk = append(fk, '/')
+	fk = strconv.AppendInt(fk, int64(hs.id), 10)
+	fk = append(fk, '/')
+	fk = strconv.AppendUint(fk, hs.gen.Load(), 10)
+	fk = append(fk, '/')
+	fk = strconv.AppendUint(fk, h.gens[genIndex(key)].Load(), 10)
+	fk = append(fk, '/')
+	fk = binary.AppendUvarint(fk, uint64(len(key)))
+	fk = append(fk, key...)
+	fk = append(fk, sub...)
+	clone := cmd.Clone() // the flight must not touch a command its caller may abandon
+	v, err := h.flight(ctx, string(fk), func(fctx context.Context) (any, error) {
+		return h.fetch(fctx, s, hs, key, sub, clone), nil
+	})
+	if err != nil {
+		cmd.SetErr(err)
+		return err
+	}
+	return v.(*reply).apply(cmd)
+}
+
+// fetch reads a hot key's reply from its shard for a flight and caches it
+// when it is safe to: the ticket is taken before the read, so a write or an
+// invalidation during the read keeps the reply out of the cache.
+func (h *hotPath) fetch(ctx context.Context, s *shard, hs *hotShard, key, sub string, cmd redis.Cmder) *reply {
+	t := h.cache.Ticket(hs.id, key)
+	// A flight that ended just before this one started may have cached the
+	// reply (it waits until the cache shows it before ending).
+	if v, ok := h.cache.Get(hs.id, key, sub); ok {
+		return v.(*reply)
+	}
+	store := true
+	var id int64
+	switch hs.tracking(ctx) {
+	case TrackingActive:
+		if id = hs.live.Load(); id == 0 {
+			// The invalidation connection is not (yet, or no longer) up:
+			// nothing would tell us of a change.
+			store = false
+			_ = s.client.Process(ctx, cmd)
+		} else if !hs.trackedRead(ctx, id, cmd) {
+			store = false
+		}
+	case TrackingStalenessOnly:
+		store = h.opt.Tracking != TrackingOn
+		_ = s.client.Process(ctx, cmd)
+	case TrackingUnprobed: // the probe could not reach the server
+		store = false
+		_ = s.client.Process(ctx, cmd)
+	default: // TrackingDisabled
+		_ = s.client.Process(ctx, cmd)
+	}
+	r := replyOf(cmd)
+	// With tracking, keep the reply only if the connection that receives
+	// its invalidation is still the one the read was tracked against.
+	if store && r.cacheable() && (id == 0 || hs.live.Load() == id) {
+		if h.cache.SetWithTicket(t, sub, r, sizeOf(r.val), h.opt.MaxStaleness) {
+			// Make the entry visible before the flight ends, so a caller
+			// that misses from now on finds it rather than reading again.
+			h.cache.Wait()
+		}
+	}
+	return r
+}

@@ -1,0 +1,404 @@
+package redshard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// TrackingState is how a shard's cached hot-key replies are kept fresh
+// (LocalCache). See HotShardStats.
+type TrackingState int32
+
+const (
+	// TrackingUnprobed: no hot key has been read from the shard yet, so
+	// whether its server supports CLIENT TRACKING is not known.
+	TrackingUnprobed TrackingState = iota
+	// TrackingActive: the server tracks the cached keys and sends their
+	// invalidations to a dedicated connection; a cached reply lags another
+	// process's write by the message's delivery time.
+	TrackingActive
+	// TrackingStalenessOnly: the server refused CLIENT TRACKING; cached
+	// replies live MaxStaleness (with TrackingOn: are not cached).
+	TrackingStalenessOnly
+	// TrackingDisabled: tracking is off (TrackingOff, or Split).
+	TrackingDisabled
+)
+
+// String returns "unprobed", "tracking", "staleness-only" or "disabled".
+func (s TrackingState) String() string {
+	switch s {
+	case TrackingUnprobed:
+		return "unprobed"
+	case TrackingActive:
+		return "tracking"
+	case TrackingStalenessOnly:
+		return "staleness-only"
+	case TrackingDisabled:
+		return "disabled"
+	}
+	return fmt.Sprintf("TrackingState(%d)", int32(s))
+}
+
+const (
+	// invalidateChannel is where RESP2 connections receive the
+	// invalidation messages redirected to them.
+	invalidateChannel = "__redis__:invalidate"
+	// trackingPing is how long the invalidation connection may stay silent
+	// before it is PINGed; no reply within another trackingPing and it is
+	// taken for dead (a half-open connection is noticed within ~2x this).
+	trackingPing = 500 * time.Millisecond
+	// trackingBackoff caps the pause between reconnection attempts.
+	trackingBackoff = 2 * time.Second
+)
+
+// hotShard is the hot-key state of one shard backend: its number in the
+// local cache and, with tracking, the clients and the goroutine that keep
+// its cached replies fresh. It is safe for concurrent use.
+//
+// Tracking uses two clients of the shard's own: reader sends the tracked
+// reads, as one pipeline each (CLIENT TRACKING ON REDIRECT <id> OPTIN,
+// CLIENT CACHING YES, the read), and sub holds the PubSub connection that
+// receives the invalidations. Its OnConnect records the connection's ID
+// (pending); the ID becomes live, and is used in reads, once that
+// connection's SUBSCRIBE is confirmed. Whenever the connection is lost or
+// replaced, live goes back to 0 and the shard's cached replies are dropped,
+// since invalidations may have been missed; the same happens when one of
+// reader's connections closes, as the server forgets what it tracked for it.
+type hotShard struct {
+	h  *hotPath
+	b  *backend
+	sh Shard // configuration, for building the clients
+	id int   // the shard's number in the local cache
+
+	// gen is bumped whenever the shard's cached replies are dropped; it is
+	// part of the name of a shared read, like the key generations.
+	gen   atomic.Uint64
+	state atomic.Int32 // a TrackingState
+
+	pending atomic.Int64 // CLIENT ID of the newest invalidation connection
+	live    atomic.Int64 // the ID reads may redirect to; 0: none
+
+	invalidations atomic.Int64 // keys named by invalidation messages
+	lost          atomic.Int64 // times the cached replies were dropped
+
+	load atomic.Int64 // recent hot-key work sent to the shard (Split; see choose)
+
+	mu     sync.Mutex // guards the fields below and serialises the probe
+	closed bool
+	reader *redis.Client
+	sub    *redis.Client
+	ps     *redis.PubSub // the current subscription, for close
+	done   chan struct{} // closed when the subscriber goroutine returns
+}
+
+// shardState returns the hot-key state of s's backend, creating it on first
+// use.
+func (h *hotPath) shardState(s *shard) *hotShard {
+	if v, ok := h.shards.Load(s.backend); ok {
+		return v.(*hotShard)
+	}
+	hs := &hotShard{h: h, b: s.backend, sh: s.Shard, id: int(h.nextID.Add(1))}
+	if h.opt.Mitigation != LocalCache || h.opt.Tracking == TrackingOff {
+		hs.state.Store(int32(TrackingDisabled))
+	}
+	// A shard new to the hot path starts at the others' mean load, so that
+	// choose does not send it everything until it catches up.
+	var sum, n int64
+	h.shards.Range(func(_, v any) bool {
+		sum += v.(*hotShard).load.Load()
+		n++
+		return true
+	})
+	if n > 0 {
+		hs.load.Store(sum / n)
+	}
+	v, _ := h.shards.LoadOrStore(s.backend, hs)
+	return v.(*hotShard)
+}
+
+// tracking returns the shard's tracking state, probing the server the
+// first time: CLIENT TRACKING OFF is harmless where tracking exists and an
+// error where it does not (Redis before 6, miniredis). A probe that cannot
+// reach the server leaves the state TrackingUnprobed, to be tried again.
+func (hs *hotShard) tracking(ctx context.Context) TrackingState {
+	if st := TrackingState(hs.state.Load()); st != TrackingUnprobed {
+		return st
+	}
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if st := TrackingState(hs.state.Load()); st != TrackingUnprobed || hs.closed {
+		return st
+	}
+	if hs.reader == nil {
+		hs.reader = hs.newClient(false)
+	}
+	err := hs.reader.Do(ctx, "client", "tracking", "off").Err()
+	switch {
+	case err == nil:
+		hs.sub = hs.newClient(true)
+		hs.done = make(chan struct{})
+		hs.state.Store(int32(TrackingActive))
+		go hs.subscribe(hs.h.ctx)
+	case isRedisError(err):
+		hs.state.Store(int32(TrackingStalenessOnly))
+		_ = hs.reader.Close() // reads go to the shard's own client
+		hs.reader = nil
+	}
+	return TrackingState(hs.state.Load())
+}
+
+// newClient builds one of the shard's tracking clients from the shard's
+// options: RESP2 (as measured), no maintenance notifications (they would
+// move connections behind our back). The reader's connections report
+// their close; the subscriber's report their CLIENT ID.
+func (hs *hotShard) newClient(subscriber bool) *redis.Client {
+	o := &hs.h.c.opt
+	var user func(context.Context, *redis.Conn) error
+	onConnect := func(ctx context.Context, cn *redis.Conn) error {
+		if user != nil {
+			if err := user(ctx, cn); err != nil {
+				return err
+			}
+		}
+		id, err := cn.ClientID(ctx).Result()
+		if err != nil {
+			return err
+		}
+		hs.connected(id)
+		return nil
+	}
+	var cl *redis.Client
+	if s := hs.sh; s.Failover != nil && o.NewShardClient == nil {
+		fo := *s.Failover
+		fo.Protocol = 2
+		if subscriber {
+			user, fo.OnConnect = fo.OnConnect, onConnect
+		}
+		cl = redis.NewFailoverClient(&fo)
+	} else {
+		opt := o.shardOptions(s)
+		opt.Protocol = 2
+		opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+		if subscriber {
+			user, opt.OnConnect = opt.OnConnect, onConnect
+		}
+		if o.NewShardClient != nil {
+			cl = o.NewShardClient(s, opt)
+		} else {
+			cl = redis.NewClient(opt)
+		}
+	}
+	if !subscriber {
+		cl.AddHook(closeHook{onClose: hs.readerClosed})
+	}
+	return cl
+}
+
+// trackedRead sends cmd on the reader as a tracked read redirected to id,
+// and reports whether the server accepted the tracking.
+func (hs *hotShard) trackedRead(ctx context.Context, id int64, cmd redis.Cmder) bool {
+	var on, caching *redis.Cmd
+	_, _ = hs.reader.Pipelined(ctx, func(p redis.Pipeliner) error {
+		// Sent every time: it re-points a connection whose redirect
+		// connection was replaced. CACHING YES must come right before the read.
+		on = p.Do(ctx, "client", "tracking", "on", "redirect", id, "optin")
+		caching = p.Do(ctx, "client", "caching", "yes")
+		return p.Process(ctx, cmd)
+	})
+	return on.Err() == nil && caching.Err() == nil
+}
+
+// connected is the subscriber's OnConnect: id is the new connection's
+// CLIENT ID. A new connection means the previous one is gone, with the
+// invalidations it may not have delivered.
+func (hs *hotShard) connected(id int64) {
+	if hs.live.Swap(0) != 0 {
+		hs.drop()
+	}
+	hs.pending.Store(id)
+}
+
+// disconnected is called when the invalidation connection is lost or
+// replaced: reads stop caching (live = 0) before the cached replies go.
+// While live was already 0 nothing was cached, so a failed reconnection
+// attempt drops nothing.
+func (hs *hotShard) disconnected() {
+	if hs.live.Swap(0) != 0 {
+		hs.drop()
+	}
+}
+
+// drop makes every reply cached from the shard unreachable.
+func (hs *hotShard) drop() {
+	hs.gen.Add(1)
+	hs.h.cache.InvalidateShard(hs.id)
+	hs.lost.Add(1)
+	hs.h.stats.trackingLost.Add(1)
+}
+
+// readerClosed is called when one of the reader's connections closes: the
+// server stops tracking what was read through it.
+func (hs *hotShard) readerClosed() {
+	if TrackingState(hs.state.Load()) == TrackingActive {
+		hs.drop()
+	}
+}
+
+// subscribe runs the invalidation connection until ctx ends: subscribe,
+// receive, and on any trouble drop the shard's cached replies, close the
+// subscription and start again with a fresh connection (and a fresh ID).
+func (hs *hotShard) subscribe(ctx context.Context) {
+	defer close(hs.done)
+	var pause time.Duration
+	for ctx.Err() == nil {
+		ps := hs.sub.Subscribe(ctx, invalidateChannel)
+		hs.mu.Lock()
+		if hs.closed {
+			hs.mu.Unlock()
+			_ = ps.Close()
+			return
+		}
+		hs.ps = ps
+		hs.mu.Unlock()
+
+		wasLive := hs.receive(ctx, ps)
+		hs.disconnected()
+		_ = ps.Close()
+		if wasLive {
+			pause = 0
+			continue
+		}
+		pause = min(max(2*pause, 50*time.Millisecond), trackingBackoff)
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// receive reads the subscription until it fails, goes silent through a
+// PING, or ctx ends, and reports whether it ever became live. A nil
+// payload (FLUSHALL, FLUSHDB) comes back as an error and ends it too:
+// everything must go then anyway.
+func (hs *hotShard) receive(ctx context.Context, ps *redis.PubSub) (wasLive bool) {
+	pinged := false
+	for {
+		msg, err := ps.ReceiveTimeout(ctx, trackingPing)
+		if err != nil {
+			var ne net.Error
+			if !pinged && errors.As(err, &ne) && ne.Timeout() && ctx.Err() == nil {
+				if ps.Ping(ctx) != nil {
+					return wasLive
+				}
+				pinged = true
+				continue
+			}
+			return wasLive
+		}
+		pinged = false // anything received shows the connection is alive
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" && m.Channel == invalidateChannel {
+				hs.live.Store(hs.pending.Load())
+				wasLive = true
+			}
+		case *redis.Message:
+			if m.Channel != invalidateChannel {
+				continue
+			}
+			for _, k := range m.PayloadSlice {
+				hs.invalidated(k)
+			}
+			if m.PayloadSlice == nil && m.Payload != "" {
+				hs.invalidated(m.Payload)
+			}
+		}
+	}
+}
+
+// invalidated handles one key named by an invalidation message.
+func (hs *hotShard) invalidated(key string) {
+	hs.h.cache.InvalidateKey(key)
+	hs.h.gens[genIndex(key)].Add(1)
+	hs.invalidations.Add(1)
+	hs.h.stats.invalidations.Add(1)
+}
+
+// close stops the subscriber goroutine and closes the shard's tracking
+// clients. The hot path's context is already cancelled.
+func (hs *hotShard) close() {
+	hs.mu.Lock()
+	hs.closed = true
+	ps, done, reader, sub := hs.ps, hs.done, hs.reader, hs.sub
+	hs.mu.Unlock()
+	if ps != nil {
+		_ = ps.Close() // ends a receive in progress at once
+	}
+	if done != nil {
+		<-done
+	}
+	if reader != nil {
+		_ = reader.Close()
+	}
+	if sub != nil {
+		_ = sub.Close()
+	}
+}
+
+// closeHook reports the close of every connection its client dials.
+type closeHook struct{ onClose func() }
+
+func (h closeHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		nc := &notifyConn{Conn: conn, onClose: h.onClose}
+		if _, ok := conn.(syscall.Conn); ok {
+			// Keep go-redis's health check of idle connections working.
+			return &notifySysConn{nc}, nil
+		}
+		return nc, nil
+	}
+}
+
+func (closeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (closeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// notifyConn calls onClose once, when it is closed.
+type notifyConn struct {
+	net.Conn
+	once    sync.Once
+	onClose func()
+}
+
+func (c *notifyConn) Close() error {
+	c.once.Do(c.onClose)
+	return c.Conn.Close()
+}
+
+// NetConn returns the wrapped connection (as crypto/tls.Conn does).
+func (c *notifyConn) NetConn() net.Conn { return c.Conn }
+
+// notifySysConn is a notifyConn over a connection with a file descriptor.
+type notifySysConn struct{ *notifyConn }
+
+func (c *notifySysConn) SyscallConn() (syscall.RawConn, error) {
+	return c.Conn.(syscall.Conn).SyscallConn()
+}
