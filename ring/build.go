@@ -33,11 +33,8 @@ func New(nodes []Node, cfg *Config) (*Ring, error) {
 	}
 	r := &Ring{nodes: ns, hash: c.Hash, vpw: c.VnodesPerWeight}
 	starts := r.layout(total)
-
-	phase("prep")
 	r.build(counts, starts)
 	r.idx = newIndex(starts)
-	phase("index")
 	return r, nil
 }
 
@@ -97,7 +94,7 @@ const pad = 5
 // layout chooses the bucket and packing parameters for total points: one to
 // two points per bucket, and enough bucket bits that a bucket offset and a
 // node index fit together in 32 bits. It allocates r.points and returns a
-// zeroed slice for the first point of each bucket, and the point count.
+// zeroed slice for the first point of each bucket.
 func (r *Ring) layout(total int) []uint32 {
 	r.ownerBits = uint(bits.Len(uint(len(r.nodes) - 1)))
 	r.ownerMask = uint32(1)<<r.ownerBits - 1
@@ -162,18 +159,19 @@ func chunks(pos []uint32, counts []int, w int) []chunk {
 }
 
 // build fills r.points and starts, the first point of each bucket, for
-// nodes with the given point counts, sorting in three steps that each stay
-// in cache: hash every point, counting them per partition (the top bits of
-// the position); scatter them into their partitions; sort each partition
-// into its buckets, an insertion sort keeping each bucket (about two points)
-// in order. One counting sort over all the buckets would do, but at millions
-// of points its scattered writes miss the cache.
+// nodes with the given point counts, in three steps, each split over the
+// cores: hash every point, counting them per partition (the top bits of the
+// position); scatter them into their partitions; sort each partition into
+// its buckets (sortParts). One counting sort over all the buckets would do,
+// but at millions of points its scattered writes miss the cache, where a
+// partition of a few thousand points is sorted within it.
 func (r *Ring) build(counts []int, starts []uint32) {
 	b := 32 - r.shift
 	ob := r.ownerBits
-	// Partition entries keep the position less its partition bits and the
-	// node index in 32 bits, so there are at least 2^ownerBits partitions.
-	p1 := min(b, max(ob, 10))
+	// Partitions of about 4096 points keep the last sort in cache. Their
+	// entries keep the position less its partition bits and the node index
+	// in 32 bits, so there are at least 2^ownerBits partitions.
+	p1 := min(b, max(ob, uint(max(bits.Len(uint(len(r.points))), 12))-12))
 	pshift := 32 - p1
 
 	pos := make([]uint32, len(r.points))
@@ -187,7 +185,6 @@ func (r *Ring) build(counts []int, starts []uint32) {
 		}
 	})
 	// Partition p starts at parts[p]; within it, chunk after chunk.
-	phase("hash")
 	parts := make([]uint32, 1<<p1+1)
 	sum := uint32(0)
 	for p := range 1 << p1 {
@@ -213,18 +210,14 @@ func (r *Ring) build(counts []int, starts []uint32) {
 		}
 	})
 
-	phase("scatter")
 	w := min(workers(len(pos)), 1<<p1)
 	per := (1<<p1 + w - 1) / w
 	parallel(w, func(i int) {
 		r.sortParts(parts, starts, i*per, min((i+1)*per, 1<<p1), b-p1)
 	})
-	phase("sort")
 	starts[len(starts)-1] = sum
 	r.seal()
 }
-
-var phase = func(string) {}
 
 // generate writes the positions of nodes [lo, hi) into pos.
 func (r *Ring) generate(pos []uint32, counts []int, lo, hi int) {
@@ -265,66 +258,75 @@ func increment(buf []byte, digits int) []byte {
 // made of 2^sub buckets, into their final encoding, and sets their starts.
 // An entry of a partition is (bucket, offset, node) from high bits to low,
 // so sorting entries as integers sorts by position and breaks ties by node.
-// A partition holds thousands of entries, sorted by an LSD radix sort: two
-// passes on the offset and node, a stable last pass on the bucket; every
-// step is a counting loop without data-dependent branches (an insertion sort
-// into buckets of about two mispredicts too often). Small partitions take an
-// insertion sort.
+// The scatter left each partition in node order, so a stable sort on the
+// position alone gives the same order: an LSD radix sort, one pass per
+// digit of the offset (usually one), then a last pass on the bucket, which
+// writes the final entries. Each pass is a counting loop without
+// data-dependent branches (an insertion sort into buckets of about two
+// points mispredicts too often). Small partitions take an insertion sort.
 func (r *Ring) sortParts(parts, starts []uint32, lo, hi int, sub uint) {
-	low := r.shift + r.ownerBits // entry >> low is the bucket in the partition
+	ob := r.ownerBits
+	low := r.shift + ob // entry >> low is the bucket in the partition
 	final := uint32(uint64(1)<<low - 1)
-	b0 := low / 2
-	b1 := low - b0
-	m0, m1 := uint32(uint64(1)<<b0-1), uint32(uint64(1)<<b1-1)
-	var h0, h1, scratch []uint32
+	// Digits of the offset, of at most 11 bits, so that counts stay in L1.
+	nd := (r.shift + 10) / 11
+	dw := uint(0)
+	if nd > 0 {
+		dw = (r.shift + nd - 1) / nd
+	}
+	dmask := uint32(uint64(1)<<dw - 1)
+	hist := make([]uint32, nd<<dw)
+	var bufs [2][]uint32
 	for part := lo; part < hi; part++ {
 		first, end := parts[part], parts[part+1]
 		src := r.points[first:end]
 		bk := starts[part<<sub : (part+1)<<sub]
-		small := len(src) < 64
-		if small {
+		if len(src) < 64 {
 			insertionSort(src)
-			for _, e := range src {
+			for i, e := range src {
 				bk[e>>low]++
+				src[i] = e & final
 			}
-		} else {
-			if h0 == nil {
-				h0, h1 = make([]uint32, 1<<b0), make([]uint32, 1<<b1)
-			}
-			clear(h0)
-			clear(h1)
-			for _, e := range src {
-				h0[e&m0]++
-				h1[(e>>b0)&m1]++
-				bk[e>>low]++
-			}
-			exclusiveSum(h0, 0)
-			exclusiveSum(h1, 0)
-			scratch = append(scratch[:0], src...)
-			for _, e := range src {
-				d := e & m0
-				scratch[h0[d]] = e
-				h0[d]++
-			}
-			for _, e := range scratch {
-				d := (e >> b0) & m1
-				src[h1[d]] = e
-				h1[d]++
-			}
-			copy(scratch, src)
-		}
-		exclusiveSum(bk, first)
-		if small {
-			for i := range src {
-				src[i] &= final
-			}
+			exclusiveSum(bk, first)
 			continue
 		}
-		// Stable by bucket, with bk as the cursors; then restore bk.
-		for _, e := range scratch {
-			s := e >> low
-			r.points[bk[s]] = e & final
-			bk[s]++
+		clear(hist)
+		if nd == 1 { // the usual case, without the inner loop
+			for _, e := range src {
+				bk[e>>low]++
+				hist[e>>ob&dmask]++
+			}
+		} else {
+			for _, e := range src {
+				bk[e>>low]++
+				for d := range nd {
+					hist[d<<dw+uint(e>>(ob+d*dw)&dmask)]++
+				}
+			}
+		}
+		in := src
+		for d := range nd {
+			h := hist[d<<dw : (d+1)<<dw]
+			exclusiveSum(h, 0)
+			if cap(bufs[d%2]) < len(src) {
+				bufs[d%2] = make([]uint32, 2*len(src))
+			}
+			out := bufs[d%2][:len(src)]
+			shift := ob + d*dw
+			for _, e := range in {
+				k := e >> shift & dmask
+				out[h[k]] = e
+				h[k]++
+			}
+			in = out
+		}
+		// Stable by bucket into place, with bk as the cursors; then
+		// restore bk to the starts.
+		exclusiveSum(bk, first)
+		for _, e := range in {
+			k := e >> low
+			r.points[bk[k]] = e & final
+			bk[k]++
 		}
 		prev := first
 		for i := range bk {

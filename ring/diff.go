@@ -1,13 +1,14 @@
 package ring
 
-// Move is an arc of the circle whose owner differs between two rings: every
-// key whose Position lies in the arc is owned by From in the old ring and by
-// To in the new one. The zero Move means nothing.
+// Move is an arc of the circle whose owner differs between two rings, as
+// returned by Diff: every key whose Position lies in the arc is owned by From
+// in the old ring and by To in the new one.
 //
 // The arc is half-open on the left, (Start, End]: the positions Start+1,
 // Start+2, ..., End, counting modulo 2^32. So when End < Start the arc wraps
-// past 2^32-1 to 0, and when Start == End it is the whole circle (Fraction 1).
-// An arc is never empty.
+// past 2^32-1 to 0, and when Start == End it is the whole circle (Fraction
+// 1). Diff never returns an empty arc; the zero Move, with Fraction 0,
+// contains nothing.
 type Move struct {
 	Start, End uint32
 	From, To   string  // "" stands for an empty (nil or zero) ring
@@ -17,7 +18,7 @@ type Move struct {
 // Contains reports whether position pos lies in the arc (Start, End].
 func (m Move) Contains(pos uint32) bool {
 	if m.Start == m.End {
-		return true
+		return m.Fraction > 0 // the whole circle, or the zero Move
 	}
 	// Shift so that the arc starts at 0: it is then (0, End-Start].
 	d := pos - m.Start
@@ -27,7 +28,11 @@ func (m Move) Contains(pos uint32) bool {
 // Diff returns the arcs of the circle whose owner in from differs from their
 // owner in to, in circle order (ascending End, the first one possibly
 // wrapping), with adjacent arcs of the same From and To coalesced. Two rings
-// with the same nodes and Config give nil. The rings are only read.
+// with the same nodes and Config give nil; so do two nil or zero Rings, and
+// a nil or zero Ring on one side owns nothing (its name is ""). Owners are
+// compared by name, so the rings may have different nodes; they should use
+// the same Hash. Diff walks both rings' points once, only reads the rings,
+// and is safe for concurrent use.
 func Diff(from, to *Ring) []Move {
 	if from.Len() == 0 && to.Len() == 0 {
 		return nil
@@ -132,8 +137,8 @@ func (s *side) skip(u uint32) {
 }
 
 // Summarize adds up moves by (From, To): the key is [2]string{From, To} and
-// the value the fraction of the circle that passes from From to To. A nil
-// slice gives an empty map.
+// the value the fraction of the circle, and so of uniformly spread keys,
+// that passes from From to To. A nil slice gives an empty map.
 func Summarize(moves []Move) map[[2]string]float64 {
 	out := make(map[[2]string]float64)
 	for _, m := range moves {

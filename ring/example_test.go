@@ -3,6 +3,7 @@ package ring_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/redshard/redshard/ring"
 )
@@ -73,7 +74,7 @@ func ExampleDiff() {
 	for p := range sum {
 		pairs = append(pairs, p)
 	}
-	slices.SortFunc(pairs, func(a, b [2]string) int { return cmpString(a[0], b[0]) })
+	slices.SortFunc(pairs, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
 	fmt.Printf("%d arcs move\n", len(moves))
 	for _, p := range pairs {
 		fmt.Printf("%s -> %s: %.3f of the keys\n", p[0], p[1], sum[p])

@@ -54,6 +54,7 @@ func compress(starts []uint32, gb uint) (index, bool) {
 	})
 	return x, slices.Max(over) <= 255
 }
+
 // start returns the index of the first point of bucket b; start(buckets())
 // is the number of points.
 func (x *index) start(b uint32) uint32 {

@@ -6,15 +6,17 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
-// Lookup returns the name of the node that owns key, or "" on an empty ring.
-// It honours hash tags (see HashTag) and does not allocate.
+// Lookup returns the name of the node that owns key, or "" on a nil or zero
+// Ring. It honours hash tags (see HashTag), does not allocate and is safe
+// for concurrent use.
 func (r *Ring) Lookup(key string) string {
 	return r.name(r.LookupIndex(key))
 }
 
 // LookupIndex returns the index in Nodes() of the node that owns key, or -1
-// on an empty ring. It does not allocate; its cost is hashing the key plus
-// two memory reads, whatever the ring's size.
+// on a nil or zero Ring. It does not allocate and is safe for concurrent
+// use; its cost is hashing the key, a read of the bucket index and a read of
+// about two points, whatever the ring's size.
 func (r *Ring) LookupIndex(key string) int {
 	if r == nil || len(r.points) == 0 {
 		return -1
@@ -31,7 +33,8 @@ func (r *Ring) LookupIndex(key string) int {
 }
 
 // OwnerIndexAt returns the index in Nodes() of the node that owns position
-// pos on the circle, or -1 on an empty ring.
+// pos on the circle (see Position), or -1 on a nil or zero Ring. It does
+// not allocate and is safe for concurrent use.
 func (r *Ring) OwnerIndexAt(pos uint32) int {
 	if r == nil || len(r.points) == 0 {
 		return -1
@@ -43,10 +46,10 @@ func (r *Ring) OwnerIndexAt(pos uint32) int {
 // successor returns the entry of the first point at or after pos, wrapping,
 // and its index (len(r.points) for the wrap). The ring must not be empty.
 //
-// Buckets hold 1.5 points on average, so the first four entries of the
-// bucket are compared without branches: a mispredicted branch would cost
-// more than the compares, and would stall the overlapped memory loads of
-// neighbouring lookups.
+// Buckets hold one to two points on average, so the first four entries of
+// the bucket are compared without branches: a mispredicted branch would cost
+// more than the compares, and would throw away the memory loads of the
+// lookups that follow it.
 func (r *Ring) successor(pos uint32) (uint32, uint32) {
 	b := pos >> r.shift
 	lo := r.idx.start(b)
@@ -74,7 +77,8 @@ func (r *Ring) successorSlow(i, hi, t uint32) (uint32, uint32) {
 
 // Replicas returns up to n distinct node names for key: its owner, then the
 // next distinct nodes met walking clockwise from the owner's point. n larger
-// than Len() gives every node once; n <= 0 or an empty ring gives nil.
+// than Len() gives every node once; n <= 0 or a nil or zero Ring gives nil.
+// It is safe for concurrent use.
 func (r *Ring) Replicas(key string, n int) []string {
 	if n <= 0 || r.Len() == 0 {
 		return nil
@@ -90,9 +94,10 @@ func (r *Ring) Replicas(key string, n int) []string {
 
 // ReplicaIndexes is Replicas with node indexes: it appends to dst the indexes
 // in Nodes() of up to n distinct nodes for key, owner first, and returns the
-// extended slice. It does not allocate when dst has room and Len() <= 4096.
-// Asking for every node of a ring whose weights differ a lot may walk the
-// whole circle.
+// extended slice (dst itself when n <= 0 or the ring is nil or zero). It
+// does not allocate when dst has room and Len() <= 4096, and is safe for
+// concurrent use. Asking for every node of a ring whose weights differ a lot
+// may walk the whole circle.
 func (r *Ring) ReplicaIndexes(key string, dst []int, n int) []int {
 	if n <= 0 || r.Len() == 0 {
 		return dst

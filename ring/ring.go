@@ -12,12 +12,13 @@ const (
 	// when Config.VnodesPerWeight is 0. See the package documentation for why.
 	DefaultVnodesPerWeight = 8192
 
-	// MaxPoints caps the total number of points on a ring (about 256 MiB of
-	// lookup tables). New returns ErrTooManyPoints beyond it.
+	// MaxPoints caps the total number of points on a ring; a ring that large
+	// takes about 300 MiB. New returns ErrTooManyPoints beyond it.
 	MaxPoints = 1 << 26
 )
 
-// Node is a physical shard on the ring. The zero Weight means 1.
+// Node is a physical shard on the ring. The zero Weight means 1; the zero
+// Node, with no Name, is rejected by New.
 type Node struct {
 	Name   string  // unique, non-empty
 	Weight float64 // relative capacity; 0 means 1; negative, NaN or Inf is an error
@@ -31,26 +32,27 @@ type Config struct {
 	// Default (0): DefaultVnodesPerWeight.
 	VnodesPerWeight int
 	// Hash maps a string to 64 bits; only the top 32 bits are used. It must be
-	// a pure function and safe for concurrent use, because New may call it
-	// from several goroutines. Default (nil): xxhash.Sum64String.
+	// a pure function, safe for concurrent use (New and With call it from
+	// several goroutines) and must not panic. Default (nil):
+	// xxhash.Sum64String.
 	Hash func(string) uint64
 }
 
 // Ring maps keys to nodes. It is immutable after New and safe for concurrent
 // use by any number of goroutines. The zero Ring (and a nil *Ring) is an empty
 // ring: it owns nothing, Lookup returns "", LookupIndex returns -1.
-//
-// Layout: the circle is cut into 2^bits buckets by the top bits of a
-// position; points holds every point sorted by (position, node index), each
-// packed into one uint32 as (position's low 32-bits bits << ownerBits | node
-// index); buckets[b] is the index in points of the first point of bucket b.
-// A lookup reads two adjacent bucket entries and scans about two points, so
-// its cost does not grow with the number of points.
 type Ring struct {
 	nodes []Node              // sorted by Name, Weight normalised
 	hash  func(string) uint64 // nil means xxhash
 	vpw   int
 
+	// The circle is cut into 2^bits equal buckets by the top bits of a
+	// position, bits chosen so that a bucket holds one to two points on
+	// average. points holds every point in circle order, each packed into a
+	// uint32 as its position's low 32-bits bits, then ownerBits bits of
+	// node index, so that within a bucket entries compare as integers in
+	// point order. idx gives the first point of each bucket. A lookup reads
+	// idx and about two entries, whatever the number of points.
 	points    []uint32 // cap len+pad, see seal
 	idx       index    // bucket -> first point
 	shift     uint     // 32 - bits: position >> shift is the bucket
@@ -62,7 +64,8 @@ type Ring struct {
 // HashTag returns the part of key that is hashed: the text between the first
 // '{' and the first '}' after it, if that text is non-empty; otherwise the
 // whole key. This is the Redis Cluster rule, so keys sharing a tag, such as
-// "{user1}.a" and "{user1}.b", always have the same owner.
+// "{user1}.a" and "{user1}.b", always have the same owner. It is a pure
+// function and does not allocate.
 func HashTag(key string) string {
 	if s := strings.IndexByte(key, '{'); s >= 0 {
 		if e := strings.IndexByte(key[s+1:], '}'); e > 0 {
@@ -73,7 +76,8 @@ func HashTag(key string) string {
 }
 
 // Position returns key's position on the circle: the top 32 bits of the hash
-// of HashTag(key). It depends only on the Config's Hash, not on the nodes.
+// of HashTag(key). It depends only on the Config's Hash, not on the nodes; a
+// nil or zero Ring uses the default hash. It does not allocate.
 func (r *Ring) Position(key string) uint32 {
 	t := HashTag(key)
 	if r == nil || r.hash == nil {
@@ -84,7 +88,7 @@ func (r *Ring) Position(key string) uint32 {
 
 // Nodes returns a copy of the ring's nodes sorted by Name in byte order, with
 // a zero Weight reported as 1. A node's index, as used by LookupIndex and
-// friends, is its position in this slice.
+// friends, is its position in this slice. A nil or zero Ring has none.
 func (r *Ring) Nodes() []Node {
 	if r == nil {
 		return nil
@@ -92,7 +96,7 @@ func (r *Ring) Nodes() []Node {
 	return append([]Node(nil), r.nodes...)
 }
 
-// Len returns the number of nodes.
+// Len returns the number of nodes; 0 for a nil or zero Ring.
 func (r *Ring) Len() int {
 	if r == nil {
 		return 0
@@ -100,7 +104,8 @@ func (r *Ring) Len() int {
 	return len(r.nodes)
 }
 
-// Index returns the index of the node called name, and whether there is one.
+// Index returns the index in Nodes() of the node called name and true, or
+// -1 and false if there is none.
 func (r *Ring) Index(name string) (int, bool) {
 	if r == nil {
 		return -1, false
@@ -114,8 +119,8 @@ func (r *Ring) Index(name string) (int, bool) {
 	return i, true
 }
 
-// VnodesPerWeight returns the number of points per unit of weight in effect
-// (DefaultVnodesPerWeight when the Config left it 0).
+// VnodesPerWeight returns the number of points per unit of weight in effect:
+// DefaultVnodesPerWeight when the Config left it 0; 0 for a nil or zero Ring.
 func (r *Ring) VnodesPerWeight() int {
 	if r == nil {
 		return 0

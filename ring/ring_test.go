@@ -186,8 +186,10 @@ func TestMoveContains(t *testing.T) {
 		{ring.Move{Start: 20, End: 10}, math.MaxUint32, true},
 		{ring.Move{Start: 20, End: 10}, 15, false},
 		{ring.Move{Start: 20, End: 10}, 20, false},
-		{ring.Move{Start: 5, End: 5}, 5, true},
-		{ring.Move{Start: 5, End: 5}, 123456, true},
+		{ring.Move{Start: 5, End: 5, Fraction: 1}, 5, true},
+		{ring.Move{Start: 5, End: 5, Fraction: 1}, 123456, true},
+		{ring.Move{}, 0, false},
+		{ring.Move{}, 1, false},
 	}
 	for _, tt := range tests {
 		if got := tt.m.Contains(tt.pos); got != tt.want {

@@ -1,8 +1,10 @@
 package ring
 
-// Shares returns the fraction of the circle each node owns, by name. The
-// fractions are exact (integer arc lengths divided by 2^32) and sum to 1 up
-// to float64 rounding. An empty ring gives an empty map.
+// Shares returns the fraction of the circle, and so of uniformly spread keys,
+// that each node owns, by name. The fractions are exact (integer arc lengths
+// divided by 2^32) and sum to 1 up to float64 rounding. A nil or zero Ring
+// gives an empty map. It walks every point, allocates only the map and is
+// safe for concurrent use.
 func (r *Ring) Shares() map[string]float64 {
 	out := make(map[string]float64, r.Len())
 	if r.Len() == 0 {

@@ -1,0 +1,87 @@
+package ring
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+)
+
+// sameLayout fails unless a and b are the same ring, bit for bit.
+func sameLayout(t *testing.T, a, b *Ring) {
+	t.Helper()
+	switch {
+	case !slices.Equal(a.nodes, b.nodes), a.vpw != b.vpw:
+		t.Fatal("nodes differ")
+	case a.shift != b.shift, a.offMask != b.offMask, a.ownerBits != b.ownerBits, a.ownerMask != b.ownerMask:
+		t.Fatal("layouts differ")
+	case !slices.Equal(a.points[:len(a.points)+1], b.points[:len(b.points)+1]):
+		t.Fatal("points differ")
+	case a.idx.groupBits != b.idx.groupBits, !slices.Equal(a.idx.coarse, b.idx.coarse), !slices.Equal(a.idx.fine, b.idx.fine):
+		t.Fatal("indexes differ")
+	}
+}
+
+// With builds exactly New's ring, including across changes of layout (the
+// bucket count doubles or halves, node indexes need another bit).
+func TestWithIdenticalToNew(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	grow := func(n int) []Node {
+		nodes := make([]Node, n)
+		for i := range nodes {
+			nodes[i] = Node{Name: "n" + strconv.Itoa(i), Weight: float64(1 + i%3)}
+		}
+		return nodes
+	}
+	cases := [][2]int{{1, 2}, {2, 1}, {3, 4}, {4, 5}, {8, 9}, {9, 8}, {16, 17}, {60, 70}, {127, 128}, {128, 129}, {200, 150}}
+	for _, c := range cases {
+		for _, v := range []int{1, 3, 64} {
+			cfg := &Config{VnodesPerWeight: v}
+			old, err := New(grow(c[0]), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nodes := grow(c[1])
+			if len(nodes) > 2 {
+				nodes[rng.IntN(len(nodes))].Weight = rng.Float64() * 3 // and a re-weight
+			}
+			got, err := old.With(nodes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := New(nodes, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameLayout(t, got, want)
+		}
+	}
+	// Big enough to merge on several goroutines.
+	old, _ := New(grow(40), nil)
+	for _, n := range []int{41, 39} {
+		got, err := old.With(grow(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := New(grow(n), nil)
+		sameLayout(t, got, want)
+	}
+}
+
+// A Hash with few values crowds buckets past what a byte of index holds.
+func TestCrowdedIndex(t *testing.T) {
+	crowd := func(string) uint64 { return 42 << 32 }
+	r, err := New([]Node{{Name: "a", Weight: 1}, {Name: "b", Weight: 2}}, &Config{VnodesPerWeight: 200, Hash: crowd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.idx.groupBits != 0 {
+		t.Errorf("groupBits = %d, want 0 for 600 points at one position", r.idx.groupBits)
+	}
+	if r.OwnerIndexAt(42) != 0 || r.OwnerIndexAt(43) != 0 || r.OwnerIndexAt(0) != 0 {
+		t.Error("a owns every position")
+	}
+	if got := r.ReplicaIndexes("k", nil, 2); !slices.Equal(got, []int{0, 1}) {
+		t.Errorf("ReplicaIndexes = %v", got)
+	}
+}
