@@ -118,7 +118,6 @@ func (c *Client) SetShards(ctx context.Context, shards []Shard) error {
 	if window > 0 {
 		top.handoff = &handoff{from: old, until: time.Now().Add(window), done: map[string]struct{}{}}
 	}
-	c.opt.Shards = valid
 	c.top.Store(top)
 	return nil
 }
