@@ -1,0 +1,224 @@
+package main
+
+import (
+	"image/png"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var checkLine = regexp.MustCompile(`(?m)^check (\S+): ops (\d+) = shard commands (\d+) \+ served locally (\d+) \+ refused (\d+) - extra (\d+): (\w+)$`)
+
+// accounting is one parsed check line of bench.
+type accounting struct {
+	system                               string
+	ops, commands, local, refused, extra int64
+	verdict                              string
+}
+
+func parseChecks(t *testing.T, out string) []accounting {
+	t.Helper()
+	var acc []accounting
+	for _, m := range checkLine.FindAllStringSubmatch(out, -1) {
+		n := func(i int) int64 {
+			v, err := strconv.ParseInt(m[i], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		acc = append(acc, accounting{m[1], n(2), n(3), n(4), n(5), n(6), m[7]})
+	}
+	if len(acc) == 0 {
+		t.Fatalf("no check line in:\n%s", out)
+	}
+	return acc
+}
+
+// shardCommands sums the commands column of the single-run per-shard
+// table.
+func shardCommands(t *testing.T, out string) int64 {
+	t.Helper()
+	_, table, ok := strings.Cut(out, "commands handed to each shard's client:\n")
+	if !ok {
+		t.Fatalf("no per-shard table in:\n%s", out)
+	}
+	var sum int64
+	for _, line := range strings.Split(table, "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) != 6 || !strings.HasPrefix(f[0], "shard-") {
+			break
+		}
+		n, err := strconv.ParseInt(f[3], 10, 64)
+		if err != nil {
+			t.Fatalf("bad row %q", line)
+		}
+		sum += n
+	}
+	return sum
+}
+
+func benchArgs(extra ...string) []string {
+	return append([]string{"bench", "--duration", "300ms", "--concurrency", "4", "--keys", "2000"}, extra...)
+}
+
+func TestBenchCountsAddUp(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"uniform", nil},
+		{"zipf weighted", []string{"--workload", "zipf", "--weights", "1,1,2"}},
+		{"celebrity local-cache", []string{"--workload", "celebrity", "--mitigation", "local-cache"}},
+		{"celebrity split", []string{"--workload", "celebrity", "--mitigation", "split", "--shards", "4"}},
+		{"add shard", []string{"--add-shard-at", "100ms"}},
+		{"kill shard", []string{"--kill-shard-at", "100ms", "--read-ratio", "1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runCmd(t, benchArgs(tc.args...)...)
+			if code != exitOK {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+			}
+			acc := parseChecks(t, out)[0]
+			if acc.ops == 0 || acc.verdict != "ok" || acc.ops != acc.commands+acc.local+acc.refused-acc.extra {
+				t.Errorf("accounting does not add up: %+v\n%s", acc, out)
+			}
+			if sum := shardCommands(t, out); sum != acc.commands {
+				t.Errorf("per-shard commands add up to %d, check line says %d", sum, acc.commands)
+			}
+			if tc.args == nil || tc.name == "zipf weighted" {
+				// No mitigation, no membership change: one command per op.
+				if acc.local != 0 || acc.refused != 0 || acc.extra != 0 || acc.ops != acc.commands {
+					t.Errorf("plain run: want ops = shard commands exactly, got %+v", acc)
+				}
+			}
+			for _, want := range []string{"latency p50", "latency p99", "latency p999", "hit rate", "busiest/mean"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("no %q in output", want)
+				}
+			}
+			switch tc.name {
+			case "add shard":
+				if !strings.Contains(out, "added shard-3") || !strings.Contains(out, "shard-3 ") {
+					t.Errorf("no add event or new shard row in:\n%s", out)
+				}
+			case "kill shard":
+				if !strings.Contains(out, "killed shard-0") {
+					t.Errorf("no kill event in:\n%s", out)
+				}
+			}
+		})
+	}
+}
+
+func TestBenchCompare(t *testing.T) {
+	dir := t.TempDir()
+	base := filepath.Join(dir, "run")
+	code, out, errOut := runCmd(t, benchArgs("--compare", "goredis-ring", "--workload", "zipf", "--png", base+".png")...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	acc := parseChecks(t, out)
+	if len(acc) != 2 || acc[0].system != "redshard" || acc[1].system != "goredis-ring" {
+		t.Fatalf("want a check line per system, got %+v", acc)
+	}
+	for _, a := range acc {
+		if a.verdict != "ok" || a.ops == 0 || a.ops != a.commands+a.local+a.refused-a.extra {
+			t.Errorf("%s: accounting does not add up: %+v", a.system, a)
+		}
+	}
+	if !regexp.MustCompile(`shard\s+weight\s+redshard\s+share\s+goredis-ring\s+share`).MatchString(out) {
+		t.Errorf("no side-by-side shard table in:\n%s", out)
+	}
+	for _, name := range []string{base + "-load.png", base + "-latency.png"} {
+		f, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := png.DecodeConfig(f)
+		f.Close()
+		st, _ := os.Stat(name)
+		if err != nil || cfg.Width == 0 || st.Size() > 100<<10 {
+			t.Errorf("%s: %v, %dx%d, %d bytes", name, err, cfg.Width, cfg.Height, st.Size())
+		}
+	}
+}
+
+func TestBenchRealShards(t *testing.T) {
+	// "Real" shards given by address: the test's own miniredis servers.
+	f := startMiniFleet(t, "a", "b", "c")
+	if err := f.mini["a"].Set("other:key", "kept"); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, append(benchArgs("--prefix", "t:", "--add-shard-at", "100ms", "--add-shard", "c="+f.mini["c"].Addr(),
+		"--compare", "goredis-ring"), f.flags("a", "b")...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, acc := range parseChecks(t, out) {
+		if acc.verdict != "ok" || acc.ops != acc.commands+acc.local+acc.refused-acc.extra {
+			t.Errorf("accounting: %+v", acc)
+		}
+	}
+	if !strings.Contains(out, "2 real shards") || strings.Count(out, "added c (") != 2 {
+		t.Errorf("no shard description or add events in:\n%s", out)
+	}
+	for n, m := range f.mini {
+		for _, k := range m.Keys() {
+			if k != "other:key" {
+				t.Errorf("shard %s kept bench key %q after the run", n, k)
+			}
+		}
+	}
+	if v, _ := f.mini["a"].Get("other:key"); v != "kept" {
+		t.Errorf("a key outside --prefix was touched: %q", v)
+	}
+}
+
+func TestHotkeys(t *testing.T) {
+	code, out, errOut := runCmd(t, "hotkeys", "--workload", "celebrity", "--celebrity-share", "0.5",
+		"--duration", "400ms", "--interval", "200ms", "--concurrency", "4", "--keys", "1000", "--top", "3", "--window", "1s")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	_, final, ok := strings.Cut(out, "[final, ")
+	if !ok {
+		t.Fatalf("no final table in:\n%s", out)
+	}
+	lines := strings.Split(final, "\n")
+	if len(lines) < 3 {
+		t.Fatalf("final table too short:\n%s", final)
+	}
+	if f := strings.Fields(lines[2]); len(f) < 6 || f[0] != "1" || f[1] != "bench:celebrity" {
+		t.Errorf("first row of the final table is %q, want the celebrity key first\n%s", lines[2], out)
+	}
+}
+
+func TestBenchRealShardsCleanup(t *testing.T) {
+	// A split run leaves copies of the hot key on other shards; cleanup
+	// removes them with the keys, and only them, even when the prefix
+	// holds glob characters.
+	f := startMiniFleet(t, "a", "b", "c")
+	for _, k := range []string{"t[1]x:key:1", "t1:key:1", "redshard:copy:abc:other"} {
+		if err := f.mini["a"].Set(k, "kept"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := runCmd(t, append(benchArgs("--prefix", "t[1]:", "--workload", "celebrity", "--celebrity-share", "0.6",
+		"--mitigation", "split"), f.flags("a", "b", "c")...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	var left []string
+	for _, m := range f.mini {
+		left = append(left, m.Keys()...)
+	}
+	slices.Sort(left)
+	if want := []string{"redshard:copy:abc:other", "t1:key:1", "t[1]x:key:1"}; !slices.Equal(left, want) {
+		t.Errorf("keys left after the run: %q, want only %q", left, want)
+	}
+}

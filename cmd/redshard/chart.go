@@ -1,0 +1,172 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// Chart geometry: small enough that a committed PNG stays well under
+// 100 KB.
+const (
+	chartWidth       = 7 * vg.Inch
+	chartPanelHeight = 2.6 * vg.Inch
+	chartDPI         = 96
+	binsPerDecade    = 20 // latency histogram bins
+)
+
+// drawCharts writes base-load.png (one panel per run: commands per step
+// per shard) and base-latency.png (the latency distribution of every run)
+// and returns their names.
+func drawCharts(base string, results []*result) ([]string, error) {
+	loadFile, latFile := base+"-load.png", base+"-latency.png"
+
+	plots := make([][]*plot.Plot, len(results))
+	for i, r := range results {
+		p, err := loadPlot(r)
+		if err != nil {
+			return nil, err
+		}
+		plots[i] = []*plot.Plot{p}
+	}
+	img := vgimg.NewWith(vgimg.UseWH(chartWidth, chartPanelHeight*vg.Length(len(results))), vgimg.UseDPI(chartDPI))
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: len(results), Cols: 1, PadTop: vg.Millimeter, PadBottom: vg.Millimeter,
+		PadLeft: vg.Millimeter, PadRight: vg.Millimeter, PadY: 3 * vg.Millimeter}
+	canvases := plot.Align(plots, tiles, dc)
+	for i := range plots {
+		plots[i][0].Draw(canvases[i][0])
+	}
+	if err := writePNG(loadFile, img); err != nil {
+		return nil, err
+	}
+
+	p, err := latencyPlot(results)
+	if err != nil {
+		return nil, err
+	}
+	img = vgimg.NewWith(vgimg.UseWH(chartWidth, chartPanelHeight+0.6*vg.Inch), vgimg.UseDPI(chartDPI))
+	p.Draw(draw.New(img))
+	if err := writePNG(latFile, img); err != nil {
+		return nil, err
+	}
+	return []string{loadFile, latFile}, nil
+}
+
+func writePNG(name string, img *vgimg.Canvas) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// loadPlot draws the commands each shard's client was handed per step.
+func loadPlot(r *result) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s: commands per %v per shard", r.system, r.tl.step)
+	p.X.Label.Text = "time (s)"
+	p.Y.Label.Text = "commands"
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Add(plotter.NewGrid())
+	names := make([]string, 0, len(r.tl.series))
+	for name := range r.tl.series {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var peak float64
+	for i, name := range names {
+		ser := r.tl.series[name]
+		xys := make(plotter.XYs, len(ser))
+		for j, v := range ser {
+			xys[j] = plotter.XY{X: float64(j+1) * r.tl.step.Seconds(), Y: float64(v)}
+			peak = max(peak, float64(v))
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return nil, err
+		}
+		l.Color = plotutil.Color(i)
+		l.Width = vg.Points(1.2)
+		p.Add(l)
+		p.Legend.Add(name, l)
+	}
+	for _, e := range r.events {
+		l, err := plotter.NewLine(plotter.XYs{{X: e.at.Seconds(), Y: 0}, {X: e.at.Seconds(), Y: peak}})
+		if err != nil {
+			return nil, err
+		}
+		l.Color = color.Gray{Y: 96}
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(l)
+	}
+	p.Y.Min = 0
+	p.Y.Max = peak * 1.6 // room for the legend
+	return p, nil
+}
+
+// latencyPlot draws each run's latency distribution: the fraction of
+// operations per 1/binsPerDecade of a decade, on a log time axis.
+func latencyPlot(results []*result) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "latency of every operation"
+	p.X.Label.Text = "latency (µs, log scale)"
+	p.Y.Label.Text = fmt.Sprintf("fraction of ops per 1/%d decade", binsPerDecade)
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Add(plotter.NewGrid())
+	var peak float64
+	for i, r := range results {
+		h := &r.t.hist
+		if h.n == 0 {
+			continue
+		}
+		bins := map[int]uint64{}
+		lo, hi := math.MaxInt, math.MinInt
+		for b, c := range h.counts {
+			if c == 0 {
+				continue
+			}
+			bl, bh := bucketBounds(b)
+			us := max(float64(bl+bh)/2/1e3, 1)
+			bin := int(math.Floor(math.Log10(us) * binsPerDecade))
+			bins[bin] += c
+			lo, hi = min(lo, bin), max(hi, bin)
+		}
+		var xys plotter.XYs
+		for b := lo - 1; b <= hi+1; b++ {
+			x := math.Pow(10, (float64(b)+0.5)/binsPerDecade)
+			xys = append(xys, plotter.XY{X: x, Y: float64(bins[b]) / float64(h.n)})
+			peak = max(peak, xys[len(xys)-1].Y)
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return nil, err
+		}
+		l.Color = plotutil.Color(i)
+		l.Width = vg.Points(1.5)
+		l.StepStyle = plotter.MidStep
+		p.Add(l)
+		p.Legend.Add(fmt.Sprintf("%s  p50 %s  p99 %s  p999 %s", r.system,
+			fmtDur(h.quantile(0.5)), fmtDur(h.quantile(0.99)), fmtDur(h.quantile(0.999))), l)
+	}
+	p.Y.Min = 0
+	p.Y.Max = peak * (1.15 + 0.12*float64(len(results))) // room for the legend
+	return p, nil
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/hotkey"
+)
+
+func runHotkeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	f := newFlags("hotkeys", "[--config FILE | --shard ... | --shards N --weights w,w,...] [--workload zipf|celebrity|uniform] [flags]", `
+Hotkeys runs a workload through a redshard client with hot-key detection on
+and prints, every --interval for --duration, the keys the client's detector
+counts most (Client.HotKeys): the estimated rate of each (operations per
+second, decayed over --window), its share of the operations of the last
+interval, whether it is hot, and the shard that owns it. A last table is
+printed at the end.
+
+A key turns hot when its rate passes --min-rate and its share of the
+client's traffic passes --min-share; hot reads are then served as
+--mitigation says. The rates are estimates of one client's traffic: each
+process of a fleet sees its own.
+
+Shards are embedded miniredis servers (--shards, --weights) unless
+--config or --shard name real ones (the workload's keys, under --prefix,
+are deleted afterwards).`)
+	var wl workload
+	wl.register(f, "zipf")
+	var src source
+	src.register(f, "shards")
+	shards := f.Int("shards", 3, "number of embedded shards (without --config/--shard)")
+	weights := f.String("weights", "", "`weights` of the embedded shards, comma-separated (default all 1; sets --shards)")
+	mitigation := f.String("mitigation", "local-cache", "hot-key mitigation while watching: local-cache or split")
+	interval := f.Duration("interval", time.Second, "time between two tables")
+	duration := f.Duration("duration", 10*time.Second, "how long to run")
+	top := f.Int("top", 10, "keys per table (at most 20)")
+	window := f.Duration("window", 0, "detector decay window (default hotkey.DefaultWindow, 10s)")
+	minRate := f.Float64("min-rate", 0, "operations per second a key needs to turn hot (default hotkey.DefaultMinRate, 100)")
+	minShare := f.Float64("min-share", 0, "share of the traffic a key needs to turn hot (default hotkey.DefaultMinShare, 0.01)")
+	cleanup := f.Bool("cleanup", true, "with real servers, delete the --prefix keys at the end")
+	if err := f.parse(args, stdout); err != nil {
+		return err
+	}
+	if err := wl.check(); err != nil {
+		return err
+	}
+	var hot redshard.HotKeyOptions
+	switch *mitigation {
+	case "local-cache":
+		hot.Mitigation = redshard.LocalCache
+	case "split":
+		hot.Mitigation = redshard.Split
+	default:
+		return usagef("--mitigation %q: want local-cache or split", *mitigation)
+	}
+	switch {
+	case *interval <= 0 || *duration <= 0:
+		return usagef("--interval and --duration must be positive")
+	case *top < 1:
+		return usagef("--top %d: want at least 1", *top)
+	case *window < 0 || *minRate < 0 || *minShare < 0 || *minShare > 1:
+		return usagef("--window, --min-rate and --min-share must not be negative (and --min-share at most 1)")
+	case src.given() && (f.isSet("shards") || f.isSet("weights")):
+		return usagef("--shards and --weights are for embedded shards; with --config or --shard the list comes from there")
+	}
+	hot.Detector = &hotkey.Config{Window: *window, MinRate: *minRate, MinShare: *minShare}
+
+	fl, err := newFleet(&src, *shards, *weights, f.isSet("shards"))
+	if err != nil {
+		return err
+	}
+	defer fl.close()
+	opt := *fl.opt
+	opt.Shards = fl.shards()
+	opt.HotKeys = &hot
+	c, err := redshard.NewClient(&opt)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	keys := wl.keyNames()
+	value := strings.Repeat("v", wl.valueSize)
+	if err := preload(ctx, c, keys, value); err != nil {
+		return err
+	}
+	if !fl.embedded() && *cleanup {
+		defer func() {
+			if err := fl.deletePrefix(context.WithoutCancel(ctx), wl.prefix); err != nil {
+				fmt.Fprintf(stderr, "hotkeys: cleanup: %v\n", err)
+			}
+		}()
+	}
+
+	fmt.Fprintf(stdout, "shards:   %s\nworkload: %s\nclient:   mitigation %s\n", fl.desc, wl.String(), hot.Mitigation)
+	var ops atomic.Int64
+	stop := make(chan struct{})
+	start := time.Now()
+	run := load(ctx, c, &wl, keys, value, stop, &ops)
+	tick := time.NewTicker(*interval)
+	end := time.NewTimer(*duration)
+	lastOps, lastAt := int64(0), start
+	show := func(final bool) {
+		now := time.Now()
+		n := ops.Load()
+		rate := float64(n-lastOps) / now.Sub(lastAt).Seconds()
+		lastOps, lastAt = n, now
+		writeHotKeys(stdout, c, now.Sub(start), rate, *top, final)
+	}
+	ticks := 0
+loop:
+	for {
+		select {
+		case <-tick.C:
+			// The last interval is shown by the final table.
+			if ticks++; time.Duration(ticks+1)*(*interval) <= *duration+*interval/2 {
+				show(false)
+			}
+		case <-end.C:
+			break loop
+		case <-ctx.Done():
+			break loop
+		}
+	}
+	tick.Stop()
+	end.Stop()
+	close(stop)
+	run.wait()
+	show(true)
+	t := run.total()
+	fmt.Fprintf(stdout, "\n%d operations, %d errors\n", t.ops, t.errors())
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted: %w", ctx.Err())
+	}
+	return nil
+}
+
+// writeHotKeys prints one table of the client's most counted keys.
+func writeHotKeys(w io.Writer, c *redshard.Client, at time.Duration, opsRate float64, top int, final bool) {
+	keys := c.HotKeys()
+	st := c.Stats().Hot
+	hot := 0
+	for _, k := range keys {
+		if k.Hot {
+			hot++
+		}
+	}
+	label := fmt.Sprintf("t=%.1fs", at.Seconds())
+	if final {
+		label = "final, " + label
+	}
+	fmt.Fprintf(w, "\n[%s] %.0f ops/s, %d hot keys, local cache hits %d misses %d, split reads %d\n",
+		label, opsRate, hot, st.CacheHits, st.CacheMisses, st.SplitReads)
+	t := &table{align: "ll"}
+	t.add("#", "key", "rate/s", "share", "hot", "shard")
+	for i, k := range keys {
+		if i == top {
+			break
+		}
+		share := "-"
+		if opsRate > 0 {
+			share = pct(k.Rate / opsRate)
+		}
+		isHot := "no"
+		if k.Hot {
+			isHot = "yes"
+		}
+		owner, _ := c.ShardFor(k.Key)
+		t.add(fmt.Sprint(i+1), k.Key, fmt.Sprintf("%.0f", k.Rate), share, isHot, owner)
+	}
+	t.write(w)
+}

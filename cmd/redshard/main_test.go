@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// runCmd runs the command line args in-process and returns the exit status
+// and what it wrote.
+func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// writeFile writes body to name in a temp directory and returns its path.
+func writeFile(t *testing.T, name, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestTopLevel(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		code     int
+		inStdout string
+		inStderr string
+	}{
+		{nil, exitUsage, "", "Commands:"},
+		{[]string{"help"}, exitOK, "Commands:", ""},
+		{[]string{"--help"}, exitOK, "rebalance", ""},
+		{[]string{"frobnicate"}, exitUsage, "", `unknown command "frobnicate"`},
+		{[]string{"help", "plan"}, exitOK, "redshard plan", ""},
+	} {
+		code, out, errOut := runCmd(t, tc.args...)
+		if code != tc.code || !strings.Contains(out, tc.inStdout) || !strings.Contains(errOut, tc.inStderr) {
+			t.Errorf("redshard %q: exit %d, stdout %q, stderr %q; want exit %d, stdout with %q, stderr with %q",
+				tc.args, code, out, errOut, tc.code, tc.inStdout, tc.inStderr)
+		}
+	}
+}
+
+func TestEverySubcommandHasHelp(t *testing.T) {
+	for _, sc := range subcommands {
+		for _, h := range []string{"--help", "-h"} {
+			code, out, errOut := runCmd(t, sc.name, h)
+			if code != exitOK || !strings.Contains(out, "Usage:\n  redshard "+sc.name) || !strings.Contains(out, "Flags:") || errOut != "" {
+				t.Errorf("redshard %s %s: exit %d, stdout %q, stderr %q", sc.name, h, code, out, errOut)
+			}
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"shares"}, "no shards"},
+		{[]string{"shares", "--bogus"}, "flag provided but not defined"},
+		{[]string{"shares", "--shard", "a"}, "want name=host:port[:weight]"},
+		{[]string{"shares", "--shard", "a=h:1:-2"}, "positive number"},
+		{[]string{"shares", "--shard", "a=h:1", "--shard", "a=h:2"}, "duplicate shard name"},
+		{[]string{"shares", "--shard", "a=h:1", "extra"}, `unexpected argument "extra"`},
+		{[]string{"shares", "--shard", "a=h:1", "--config", "x.json"}, "not both"},
+		{[]string{"plan", "--shard", "a=h:1"}, "no change"},
+		{[]string{"plan", "--shard", "a=h:1", "--remove", "b"}, "no such shard"},
+		{[]string{"plan", "--shard", "a=h:1", "--remove", "a"}, "removes every shard"},
+		{[]string{"plan", "--shard", "a=h:1", "--add", "a=h:2"}, "already a shard"},
+		{[]string{"plan", "--shard", "a=h:1", "--add", "b=h:1"}, "address h:1"},
+		{[]string{"plan", "--shard", "a=h:1", "--weight", "a=zero"}, "positive number"},
+		{[]string{"rebalance", "--shard", "a=h:1", "--add", "b=h:2", "--batch", "0"}, "--batch"},
+		{[]string{"bench", "--workload", "pareto"}, "--workload"},
+		{[]string{"bench", "--zipf-s", "1", "--workload", "zipf"}, "--zipf-s"},
+		{[]string{"bench", "--mitigation", "magic"}, "--mitigation"},
+		{[]string{"bench", "--compare", "twemproxy"}, "--compare"},
+		{[]string{"bench", "--shards", "2", "--weights", "1,1,2"}, "--weights has 3"},
+		{[]string{"bench", "--shard", "a=h:1", "--kill-shard-at", "1s"}, "embedded"},
+		{[]string{"bench", "--shard", "a=h:1", "--add-shard-at", "1s"}, "--add-shard name="},
+		{[]string{"bench", "--add-shard", "b=h:2"}, "--add-shard names one"},
+		{[]string{"hotkeys", "--mitigation", "none"}, "--mitigation"},
+		{[]string{"hotkeys", "--top", "0"}, "--top"},
+	} {
+		code, out, errOut := runCmd(t, tc.args...)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "--help") {
+			t.Errorf("redshard %q: exit %d, stderr %q (stdout %q); want exit 2 and an error with %q",
+				tc.args, code, errOut, out, tc.want)
+		}
+	}
+}
+
+func TestParseShardSpec(t *testing.T) {
+	for _, tc := range []struct {
+		spec         string
+		name, addr   string
+		weight       float64
+		wantErrMatch string
+	}{
+		{"a=10.0.0.1:6379", "a", "10.0.0.1:6379", 1, ""},
+		{"a=10.0.0.1:6379:2.5", "a", "10.0.0.1:6379", 2.5, ""},
+		{"cache-b=redis.internal:7000:3", "cache-b", "redis.internal:7000", 3, ""},
+		{"v6=[::1]:6379", "v6", "[::1]:6379", 1, ""},
+		{"v6=[::1]:6379:2", "v6", "[::1]:6379", 2, ""},
+		{"=h:1", "", "", 0, "want name="},
+		{"a=h", "", "", 0, "want host:port"},
+		{"a=h:0", "", "", 0, "bad port"},
+		{"a=h:1:0", "", "", 0, "positive"},
+		{"a=h:1:NaN", "", "", 0, "positive"},
+	} {
+		s, err := parseShardSpec(tc.spec)
+		if tc.wantErrMatch != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErrMatch) {
+				t.Errorf("parseShardSpec(%q) = %v, %v; want an error with %q", tc.spec, s, err, tc.wantErrMatch)
+			}
+			continue
+		}
+		if err != nil || s.Name != tc.name || s.Addr != tc.addr || s.Weight != tc.weight {
+			t.Errorf("parseShardSpec(%q) = %+v, %v; want %s %s %g", tc.spec, s, err, tc.name, tc.addr, tc.weight)
+		}
+	}
+}

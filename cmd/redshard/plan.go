@@ -1,0 +1,254 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/ring"
+)
+
+func runPlan(_ context.Context, args []string, stdout, _ io.Writer) error {
+	f := newFlags("plan", "(--config FILE | --shard ...) (--add name=host:port[:weight] | --remove name | --weight name=w | --to-config FILE)...", `
+Plan shows what a change of the shard list would do, without contacting any
+server: the fraction of the keys that change owner (exact, from ring.Diff),
+the smallest fraction any placement could move for the same change of
+weights, a from/to matrix of the moving keys, and the fraction plain
+"hash mod N" placement would move for the same change.
+
+The current list comes from --config or --shard; the change from --add,
+--remove and --weight (repeatable, applied in order) or from --to-config,
+the configuration file of the new list.`)
+	var src source
+	src.register(f, "current shards")
+	var changes []change
+	registerChanges(f, &changes)
+	toConfig := f.String("to-config", "", "configuration `file` of the new shard list (instead of --add/--remove/--weight)")
+	vnodes := f.Int("vnodes", 0, "ring points per unit of weight (default: the config's vnodes_per_weight, else the ring package's default)")
+	if err := f.parse(args, stdout); err != nil {
+		return err
+	}
+	opt, err := src.options()
+	if err != nil {
+		return err
+	}
+	if f.isSet("vnodes") {
+		if *vnodes < 0 {
+			return usagef("--vnodes %d: must not be negative", *vnodes)
+		}
+		opt.VnodesPerWeight = *vnodes
+	}
+	to, err := newShardList(opt, changes, *toConfig)
+	if err != nil {
+		return err
+	}
+	p, err := makePlan(opt.Shards, to, opt.VnodesPerWeight)
+	if err != nil {
+		return err
+	}
+	p.write(stdout)
+	return nil
+}
+
+// newShardList applies the --add/--remove/--weight changes to the current
+// list, or reads the new list from toConfig. The new list must use the
+// same VnodesPerWeight.
+func newShardList(cur *redshard.Options, changes []change, toConfig string) ([]redshard.Shard, error) {
+	switch {
+	case toConfig != "" && len(changes) > 0:
+		return nil, usagef("give --to-config or --add/--remove/--weight, not both")
+	case toConfig != "":
+		to, err := redshard.LoadConfig(toConfig)
+		if err != nil {
+			return nil, err
+		}
+		if to.VnodesPerWeight != cur.VnodesPerWeight {
+			return nil, fmt.Errorf("--to-config %s: vnodes_per_weight %d differs from the current %d: changing it moves almost every key and is not a membership change",
+				toConfig, to.VnodesPerWeight, cur.VnodesPerWeight)
+		}
+		return to.Shards, nil
+	case len(changes) == 0:
+		return nil, usagef("no change: give --add, --remove, --weight or --to-config")
+	}
+	to, err := applyChanges(cur.Shards, changes)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkShards(to); err != nil {
+		return nil, usageError{err}
+	}
+	return to, nil
+}
+
+// plan is the effect of changing a shard list.
+type plan struct {
+	from, to []redshard.Shard // sorted by name
+	vnodes   int              // in effect
+	moved    float64          // fraction of the key space whose owner changes
+	minimum  float64          // the least any placement following the weights must move
+	matrix   map[[2]string]float64
+	modN     float64 // fraction that hash mod N would move
+}
+
+func makePlan(from, to []redshard.Shard, vnodes int) (*plan, error) {
+	oldRing, err := newRing(from, vnodes)
+	if err != nil {
+		return nil, fmt.Errorf("current shards: %w", err)
+	}
+	newRing, err := newRing(to, vnodes)
+	if err != nil {
+		return nil, fmt.Errorf("new shards: %w", err)
+	}
+	p := &plan{from: sortedShards(from), to: sortedShards(to), vnodes: oldRing.VnodesPerWeight()}
+	moves := ring.Diff(oldRing, newRing)
+	for _, m := range moves {
+		p.moved += m.Fraction
+	}
+	p.matrix = ring.Summarize(moves)
+	p.minimum = minimumMove(p.from, p.to)
+	p.modN = modNMove(p.from, p.to)
+	return p, nil
+}
+
+func sortedShards(s []redshard.Shard) []redshard.Shard {
+	out := slices.Clone(s)
+	slices.SortFunc(out, func(a, b redshard.Shard) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// idealShares maps each shard to weight / total weight.
+func idealShares(shards []redshard.Shard) map[string]float64 {
+	var total float64
+	for _, s := range shards {
+		total += weightOf(s)
+	}
+	out := map[string]float64{}
+	for _, s := range shards {
+		out[s.Name] = weightOf(s) / total
+	}
+	return out
+}
+
+// minimumMove is the fraction of keys any placement that gives every shard
+// exactly its weight share must move: half the total change of the shares.
+func minimumMove(from, to []redshard.Shard) float64 {
+	a, b := idealShares(from), idealShares(to)
+	var sum float64
+	for name, s := range a {
+		sum += math.Abs(s - b[name])
+	}
+	for name, s := range b {
+		if _, ok := a[name]; !ok {
+			sum += s
+		}
+	}
+	return sum / 2
+}
+
+// modNMove is the fraction of keys whose owner changes when a key goes to
+// shard hash(key) mod N of the list sorted by name, and N changes from
+// len(from) to len(to). Weights are ignored (mod N has no weights). It is
+// exact for a uniform hash: hash mod lcm(N, M) is uniform, and the owner
+// before and after depends only on it.
+func modNMove(from, to []redshard.Shard) float64 {
+	n, m := len(from), len(to)
+	l := n / gcd(n, m) * m
+	changed := 0
+	for r := 0; r < l; r++ {
+		if from[r%n].Name != to[r%m].Name {
+			changed++
+		}
+	}
+	return float64(changed) / float64(l)
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+func (p *plan) write(w io.Writer) {
+	weight := func(shards []redshard.Shard) (t float64) {
+		for _, s := range shards {
+			t += weightOf(s)
+		}
+		return t
+	}
+	fmt.Fprintf(w, "current: %d shards, total weight %g\n", len(p.from), weight(p.from))
+	fmt.Fprintf(w, "new:     %d shards, total weight %g\n", len(p.to), weight(p.to))
+	fmt.Fprintf(w, "ring:    %d points per unit of weight\n\n", p.vnodes)
+
+	t := &table{align: "llrrl"}
+	t.add("shard", "addr", "weight", "ideal share", "change")
+	before, after := idealShares(p.from), idealShares(p.to)
+	all := sortedShards(append(slices.Clone(p.to), p.from...))
+	seen := map[string]bool{}
+	for _, s := range all {
+		if seen[s.Name] {
+			continue
+		}
+		seen[s.Name] = true
+		old := slices.IndexFunc(p.from, func(x redshard.Shard) bool { return x.Name == s.Name })
+		cur := slices.IndexFunc(p.to, func(x redshard.Shard) bool { return x.Name == s.Name })
+		switch {
+		case old < 0:
+			t.add(s.Name, p.to[cur].Addr, fmt.Sprintf("%g", weightOf(p.to[cur])), pct(after[s.Name]), "added")
+		case cur < 0:
+			t.add(s.Name, p.from[old].Addr, fmt.Sprintf("%g", weightOf(p.from[old])), pct(before[s.Name]), "removed")
+		default:
+			wo, wn := weightOf(p.from[old]), weightOf(p.to[cur])
+			what := ""
+			if wo != wn {
+				what = fmt.Sprintf("weight %g -> %g", wo, wn)
+			}
+			if p.from[old].Addr != p.to[cur].Addr {
+				what += fmt.Sprintf(" addr %s -> %s (keys stay)", p.from[old].Addr, p.to[cur].Addr)
+			}
+			share := pct(after[s.Name])
+			if before[s.Name] != after[s.Name] {
+				share = pct(before[s.Name]) + " -> " + share
+			}
+			t.add(s.Name, p.to[cur].Addr, fmt.Sprintf("%g", wn), share, strings.TrimSpace(what))
+		}
+	}
+	t.write(w)
+
+	fmt.Fprintf(w, "\nkeys that change owner: %s of the key space (least possible with shares exactly proportional to weights: %s)\n",
+		pct(p.moved), pct(p.minimum))
+	if len(p.matrix) > 0 {
+		fmt.Fprintln(w, "\nmoving keys, as a share of all keys (rows: current owner, columns: new owner):")
+		var rows, cols []string
+		for k := range p.matrix {
+			if !slices.Contains(rows, k[0]) {
+				rows = append(rows, k[0])
+			}
+			if !slices.Contains(cols, k[1]) {
+				cols = append(cols, k[1])
+			}
+		}
+		slices.Sort(rows)
+		slices.Sort(cols)
+		m := &table{}
+		m.add(append([]string{"from \\ to"}, cols...)...)
+		for _, r := range rows {
+			cells := []string{r}
+			for _, c := range cols {
+				if f, ok := p.matrix[[2]string{r, c}]; ok {
+					cells = append(cells, pct(f))
+				} else {
+					cells = append(cells, ".")
+				}
+			}
+			m.add(cells...)
+		}
+		m.write(w)
+	}
+	fmt.Fprintf(w, "\nhash mod N (shards sorted by name, weights ignored) would move %s of the keys for the same change\n", pct(p.modN))
+}

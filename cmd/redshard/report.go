@@ -1,0 +1,289 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redshard/redshard"
+)
+
+// fmtDur formats a latency with three significant digits.
+func fmtDur(d time.Duration) string {
+	switch {
+	case d < time.Microsecond:
+		return fmt.Sprintf("%dns", d)
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.3gµs", float64(d)/1e3)
+	case d < time.Second:
+		return fmt.Sprintf("%.3gms", float64(d)/1e6)
+	}
+	return fmt.Sprintf("%.3gs", d.Seconds())
+}
+
+// shardLoad is one shard's part of a run.
+type shardLoad struct {
+	name     string
+	weight   float64
+	ideal    float64 // weight share among the shards that took part
+	commands int64
+}
+
+// loads returns every shard's load, sorted by name, and busiest/mean.
+func (r *result) loads() (loads []shardLoad, busiest string, ratio float64) {
+	counts := map[string]int64{}
+	for _, s := range r.shards {
+		counts[s.name] = s.traced
+	}
+	var total float64
+	for _, w := range r.weights {
+		total += w
+	}
+	var sum int64
+	for _, name := range slices.Sorted(maps.Keys(r.weights)) {
+		loads = append(loads, shardLoad{name, r.weights[name], r.weights[name] / total, counts[name]})
+		sum += counts[name]
+	}
+	if len(loads) == 0 || sum == 0 {
+		return loads, "", 0
+	}
+	mean := float64(sum) / float64(len(loads))
+	b := slices.MaxFunc(loads, func(a, b shardLoad) int { return cmp.Compare(a.commands, b.commands) })
+	return loads, b.name, float64(b.commands) / mean
+}
+
+// weightedPeak is the largest ratio of a shard's share of the commands to
+// its weight share, and the shard: 1.00 is load exactly in proportion to
+// weight.
+func (r *result) weightedPeak() string {
+	loads, _, _ := r.loads()
+	sum := r.commands()
+	best, name := 0.0, ""
+	for _, l := range loads {
+		if sum == 0 || l.ideal == 0 {
+			continue
+		}
+		if v := float64(l.commands) / float64(sum) / l.ideal; v > best {
+			best, name = v, l.name
+		}
+	}
+	if name == "" {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f (%s)", best, name)
+}
+
+func (r *result) commands() int64 {
+	var n int64
+	for _, s := range r.shards {
+		n += s.traced
+	}
+	return n
+}
+
+func (r *result) throughput() float64 { return float64(r.t.ops) / r.elapsed.Seconds() }
+
+// hitRate is hits / reads answered (hits and misses).
+func (r *result) hitRate() string {
+	if r.t.hits+r.t.misses == 0 {
+		return "-"
+	}
+	return pct(float64(r.t.hits) / float64(r.t.hits+r.t.misses))
+}
+
+// metrics are the summary rows of a run, for one column of a table.
+func (r *result) metrics() [][2]string {
+	t := r.t
+	_, busiest, ratio := r.loads()
+	m := [][2]string{
+		{"ops", fmt.Sprintf("%d in %.2fs", t.ops, r.elapsed.Seconds())},
+		{"throughput", fmt.Sprintf("%.0f ops/s", r.throughput())},
+		{"latency p50", fmtDur(t.hist.quantile(0.5))},
+		{"latency p99", fmtDur(t.hist.quantile(0.99))},
+		{"latency p999", fmtDur(t.hist.quantile(0.999))},
+		{"latency max", fmtDur(time.Duration(t.hist.max))},
+		{"latency mean", fmtDur(t.hist.mean())},
+		{"reads", fmt.Sprint(t.reads)},
+		{"writes", fmt.Sprint(t.writes)},
+		{"hits", fmt.Sprint(t.hits)},
+		{"misses", fmt.Sprint(t.misses)},
+		{"hit rate", r.hitRate()},
+		{"errors", fmt.Sprint(t.errors())},
+		{"busiest/mean", fmt.Sprintf("%.2f (%s)", ratio, busiest)},
+		{"max share/weight share", r.weightedPeak()},
+		{"served locally", fmt.Sprint(t.local)},
+	}
+	if h := r.hot; h != nil {
+		m = append(m,
+			[2]string{"local cache hits", fmt.Sprint(h.CacheHits)},
+			[2]string{"local cache misses", fmt.Sprint(h.CacheMisses)},
+			[2]string{"coalesced", fmt.Sprint(h.Coalesced)},
+			[2]string{"split reads", fmt.Sprint(h.SplitReads)},
+			[2]string{"hot keys at the end", fmt.Sprint(len(h.Keys))},
+		)
+		if h.Mitigation == redshard.LocalCache {
+			m = append(m, [2]string{"invalidation", trackingSummary(h.Shards)})
+		}
+	}
+	return m
+}
+
+// trackingSummary counts the shards in each TrackingState:
+// "TrackingActive 3" or "TrackingStalenessOnly 2, TrackingUnprobed 1".
+func trackingSummary(shards []redshard.HotShardStats) string {
+	n := map[string]int{}
+	for _, s := range shards {
+		n[s.Tracking.String()]++
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(n)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, n[k]))
+	}
+	return cmp.Or(strings.Join(parts, ", "), "-")
+}
+
+// check is the accounting line: every operation handed one command to a
+// shard client, or none (served locally, or refused), or more (extra).
+func (r *result) check() string {
+	t := r.t
+	cmds := r.commands()
+	verdict := "ok"
+	if t.ops != cmds+t.local+t.refused-t.extra {
+		verdict = "MISMATCH"
+	}
+	return fmt.Sprintf("check %s: ops %d = shard commands %d + served locally %d + refused %d - extra %d: %s",
+		r.system, t.ops, cmds, t.local, t.refused, t.extra, verdict)
+}
+
+func (r *result) writeEvents(w io.Writer) {
+	for _, e := range r.events {
+		fmt.Fprintf(w, "  at %.2fs: %s\n", e.at.Seconds(), e.what)
+	}
+	for _, e := range r.runErrors {
+		fmt.Fprintf(w, "  %s\n", e)
+	}
+}
+
+func (r *result) writeErrors(w io.Writer) {
+	if len(r.t.errs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nerrors by kind (%s):\n", r.system)
+	t := &table{align: "l"}
+	for _, k := range slices.Sorted(maps.Keys(r.t.errs)) {
+		t.add("  "+k, fmt.Sprint(r.t.errs[k]))
+	}
+	t.write(w)
+}
+
+// write prints one run's report.
+func (r *result) write(w io.Writer) {
+	fmt.Fprintf(w, "client:   %s (%s)\n", r.system, r.setting)
+	r.writeEvents(w)
+	fmt.Fprintln(w)
+	t := &table{align: "l"}
+	for _, m := range r.metrics() {
+		t.add(m[0], m[1])
+	}
+	t.write(w)
+	r.writeErrors(w)
+
+	loads, _, _ := r.loads()
+	fmt.Fprintln(w, "\ncommands handed to each shard's client:")
+	sum := r.commands()
+	var mean float64
+	if len(loads) > 0 {
+		mean = float64(sum) / float64(len(loads))
+	}
+	st := &table{}
+	st.add("shard", "weight", "ideal", "commands", "share", "vs mean")
+	for _, l := range loads {
+		share, vs := "-", "-"
+		if sum > 0 {
+			share = pct(float64(l.commands) / float64(sum))
+			vs = fmt.Sprintf("%.2f", float64(l.commands)/mean)
+		}
+		st.add(l.name, fmt.Sprintf("%g", l.weight), pct(l.ideal), fmt.Sprint(l.commands), share, vs)
+	}
+	st.write(w)
+	if r.untraced > 0 {
+		fmt.Fprintf(w, "(not counted above: %d commands that serve no operation by themselves: connection setup and CLIENT commands\n(HELLO, CLIENT SETINFO/TRACKING/CACHING), heartbeats, background work)\n", r.untraced)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, r.check())
+}
+
+// writeComparison prints several runs side by side.
+func writeComparison(w io.Writer, results []*result) {
+	for _, r := range results {
+		fmt.Fprintf(w, "client:   %s (%s)\n", r.system, r.setting)
+		r.writeEvents(w)
+	}
+	fmt.Fprintln(w)
+	t := &table{}
+	head := []string{""}
+	for _, r := range results {
+		head = append(head, r.system)
+	}
+	t.add(head...)
+	rows := map[string][]string{}
+	var order []string
+	for i, r := range results {
+		for _, m := range r.metrics() {
+			if _, ok := rows[m[0]]; !ok {
+				order = append(order, m[0])
+				rows[m[0]] = make([]string, len(results))
+			}
+			rows[m[0]][i] = m[1]
+		}
+	}
+	for _, k := range order {
+		cells := []string{k}
+		for _, v := range rows[k] {
+			cells = append(cells, cmp.Or(v, "-"))
+		}
+		t.add(cells...)
+	}
+	t.write(w)
+	for _, r := range results {
+		r.writeErrors(w)
+	}
+
+	fmt.Fprintln(w, "\ncommands handed to each shard's client (share of the run's commands):")
+	st := &table{}
+	head = []string{"shard", "weight"}
+	for _, r := range results {
+		head = append(head, r.system, "share")
+	}
+	st.add(head...)
+	names := map[string]float64{}
+	for _, r := range results {
+		maps.Copy(names, r.weights)
+	}
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		cells := []string{name, fmt.Sprintf("%g", names[name])}
+		for _, r := range results {
+			var n int64
+			for _, s := range r.shards {
+				if s.name == name {
+					n = s.traced
+				}
+			}
+			share := "-"
+			if sum := r.commands(); sum > 0 {
+				share = pct(float64(n) / float64(sum))
+			}
+			cells = append(cells, fmt.Sprint(n), share)
+		}
+		st.add(cells...)
+	}
+	st.write(w)
+	fmt.Fprintln(w)
+	for _, r := range results {
+		fmt.Fprintln(w, r.check())
+	}
+}

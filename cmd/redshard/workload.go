@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard"
+)
+
+// workload describes the operations the load generator sends: single-key
+// GETs and SETs on a fixed key set.
+type workload struct {
+	kind           string // uniform, zipf or celebrity
+	zipfS          float64
+	celebrityShare float64
+	keys           int
+	readRatio      float64
+	valueSize      int
+	concurrency    int
+	prefix         string
+	seed           uint64
+}
+
+func (w *workload) register(f *flags, defaultKind string) {
+	f.StringVar(&w.kind, "workload", defaultKind, "key popularity: uniform, zipf or celebrity (one key takes --celebrity-share of the operations, the rest are uniform)")
+	f.Float64Var(&w.zipfS, "zipf-s", 1.1, "Zipf exponent s (> 1): key of rank k is chosen with probability proportional to 1/k^s")
+	f.Float64Var(&w.celebrityShare, "celebrity-share", 0.3, "fraction of the operations on the celebrity key (--workload celebrity)")
+	f.IntVar(&w.keys, "keys", 100000, "number of distinct keys")
+	f.Float64Var(&w.readRatio, "read-ratio", 0.95, "fraction of operations that are GETs; the others are SETs")
+	f.IntVar(&w.valueSize, "value-size", 100, "bytes per value")
+	f.IntVar(&w.concurrency, "concurrency", 64, "concurrent workers, each sending one operation at a time")
+	f.StringVar(&w.prefix, "prefix", "bench:", "prefix of every key the workload uses")
+	f.Uint64Var(&w.seed, "seed", 1, "seed of the key choices (the same seed gives the same sequence per worker)")
+}
+
+func (w *workload) check() error {
+	switch {
+	case w.kind != "uniform" && w.kind != "zipf" && w.kind != "celebrity":
+		return usagef("--workload %q: want uniform, zipf or celebrity", w.kind)
+	case w.kind == "zipf" && !(w.zipfS > 1):
+		return usagef("--zipf-s %g: must be greater than 1", w.zipfS)
+	case w.kind == "celebrity" && !(w.celebrityShare >= 0 && w.celebrityShare <= 1):
+		return usagef("--celebrity-share %g: want a fraction in [0, 1]", w.celebrityShare)
+	case w.keys < 2:
+		return usagef("--keys %d: want at least 2", w.keys)
+	case !(w.readRatio >= 0 && w.readRatio <= 1):
+		return usagef("--read-ratio %g: want a fraction in [0, 1]", w.readRatio)
+	case w.valueSize < 0:
+		return usagef("--value-size %d: must not be negative", w.valueSize)
+	case w.concurrency < 1:
+		return usagef("--concurrency %d: want at least 1", w.concurrency)
+	}
+	return nil
+}
+
+func (w *workload) String() string {
+	var what string
+	switch w.kind {
+	case "zipf":
+		what = fmt.Sprintf("zipf s=%g", w.zipfS)
+	case "celebrity":
+		what = fmt.Sprintf("celebrity (%g%% on one key)", 100*w.celebrityShare)
+	default:
+		what = w.kind
+	}
+	return fmt.Sprintf("%s over %d keys, %g%% reads, %d-byte values, %d workers",
+		what, w.keys, 100*w.readRatio, w.valueSize, w.concurrency)
+}
+
+// keyNames returns the workload's keys; index 0 is the most popular one
+// (the celebrity, or Zipf rank 1).
+func (w *workload) keyNames() []string {
+	keys := make([]string, w.keys)
+	for i := range keys {
+		keys[i] = w.prefix + "key:" + strconv.Itoa(i)
+	}
+	if w.kind == "celebrity" {
+		keys[0] = w.prefix + "celebrity"
+	}
+	return keys
+}
+
+// generator chooses operations for one worker. Not safe for concurrent use.
+type generator struct {
+	w    *workload
+	r    *rand.Rand
+	zipf *rand.Zipf
+}
+
+func (w *workload) generator(worker int) *generator {
+	g := &generator{w: w, r: rand.New(rand.NewPCG(w.seed, uint64(worker)))}
+	if w.kind == "zipf" {
+		g.zipf = rand.NewZipf(g.r, w.zipfS, 1, uint64(w.keys-1))
+	}
+	return g
+}
+
+// next returns the index of the next key and whether the operation writes.
+func (g *generator) next() (key int, write bool) {
+	write = g.r.Float64() >= g.w.readRatio
+	switch g.w.kind {
+	case "zipf":
+		return int(g.zipf.Uint64()), write
+	case "celebrity":
+		if g.r.Float64() < g.w.celebrityShare {
+			return 0, write
+		}
+		return 1 + g.r.IntN(g.w.keys-1), write
+	}
+	return g.r.IntN(g.w.keys), write
+}
+
+// preload writes every key once through c, so the workload's reads hit.
+func preload(ctx context.Context, c redis.Cmdable, keys []string, value string) error {
+	const batch = 1000
+	var (
+		mu    sync.Mutex
+		first error
+		wg    sync.WaitGroup
+		next  atomic.Int64
+	)
+	for range 8 {
+		wg.Go(func() {
+			for {
+				lo := int(next.Add(batch)) - batch
+				if lo >= len(keys) || ctx.Err() != nil {
+					return
+				}
+				_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+					for _, k := range keys[lo:min(lo+batch, len(keys))] {
+						p.Set(ctx, k, value, 0)
+					}
+					return nil
+				})
+				if err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return fmt.Errorf("preloading %d keys: %w", len(keys), first)
+	}
+	return ctx.Err()
+}
+
+// tally is what the workers of a run counted. Each worker fills its own;
+// they are merged at the end.
+type tally struct {
+	ops, reads, writes, hits, misses int64
+	// Accounting against the shard hooks: an operation that handed no
+	// command to a shard client was served locally (no error) or refused
+	// (an error); one that handed several counts the extra ones.
+	local, refused, extra int64
+	errs                  map[string]int64
+	hist                  histogram
+}
+
+func (t *tally) merge(o *tally) {
+	t.ops += o.ops
+	t.reads += o.reads
+	t.writes += o.writes
+	t.hits += o.hits
+	t.misses += o.misses
+	t.local += o.local
+	t.refused += o.refused
+	t.extra += o.extra
+	if t.errs == nil {
+		t.errs = map[string]int64{}
+	}
+	for k, v := range o.errs {
+		t.errs[k] += v
+	}
+	t.hist.merge(&o.hist)
+}
+
+func (t *tally) errors() int64 {
+	var n int64
+	for _, v := range t.errs {
+		n += v
+	}
+	return n
+}
+
+// loadRun is a running workload.
+type loadRun struct {
+	wg      sync.WaitGroup
+	tallies []*tally
+	traces  []*opTrace
+}
+
+// load starts the workload's workers against c; they run until stop is
+// closed or ctx is done. ops, if not nil, counts operations as they
+// complete.
+func load(ctx context.Context, c redis.Cmdable, w *workload, keys []string, value string, stop <-chan struct{}, ops *atomic.Int64) *loadRun {
+	run := &loadRun{tallies: make([]*tally, w.concurrency), traces: make([]*opTrace, w.concurrency)}
+	wg := &run.wg
+	for i := range w.concurrency {
+		t := &tally{errs: map[string]int64{}}
+		tr := &opTrace{}
+		run.tallies[i], run.traces[i] = t, tr
+		g := w.generator(i)
+		wctx := withTrace(ctx, tr)
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-ctx.Done():
+					return
+				default:
+				}
+				k, write := g.next()
+				start := time.Now()
+				var err error
+				if write {
+					err = c.Set(wctx, keys[k], value, 0).Err()
+				} else {
+					err = c.Get(wctx, keys[k]).Err()
+				}
+				t.hist.record(time.Since(start))
+				n := tr.n.Swap(0)
+				t.ops++
+				if write {
+					t.writes++
+				} else {
+					t.reads++
+					switch {
+					case err == nil:
+						t.hits++
+					case errors.Is(err, redis.Nil):
+						t.misses++
+						err = nil
+					}
+				}
+				switch {
+				case n == 0 && err == nil:
+					t.local++
+				case n == 0:
+					t.refused++
+				case n > 1:
+					t.extra += n - 1
+				}
+				if err != nil {
+					t.errs[errorKind(err)]++
+				}
+				if ops != nil {
+					ops.Add(1)
+				}
+			}
+		})
+	}
+	return run
+}
+
+// wait waits for the workers to stop.
+func (r *loadRun) wait() { r.wg.Wait() }
+
+// total returns the workers' merged tally, once they have stopped. Commands
+// charged to a worker's trace after its last operation returned (by a
+// flight that outlived it) count as extra; call total after closing the
+// client, which waits for such flights.
+func (r *loadRun) total() *tally {
+	total := &tally{errs: map[string]int64{}}
+	for i, t := range r.tallies {
+		total.merge(t)
+		total.extra += r.traces[i].n.Swap(0)
+	}
+	return total
+}
+
+// errorKind names the kind of a failed operation for the error table.
+func errorKind(err error) string {
+	var ne net.Error
+	var re redis.Error
+	switch {
+	case errors.Is(err, redshard.ErrShardDown):
+		return "shard down (ErrShardDown)"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, redis.ErrPoolTimeout):
+		return "pool timeout"
+	case errors.Is(err, redis.ErrClosed):
+		return "client closed"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+		return "connection lost"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.As(err, &re):
+		// A server error: its first word (ERR, WRONGTYPE, LOADING, ...).
+		word, _, _ := strings.Cut(re.Error(), " ")
+		return "server " + word
+	}
+	msg := err.Error()
+	if len(msg) > 60 {
+		msg = msg[:60] + "..."
+	}
+	return "other: " + msg
+}

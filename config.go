@@ -1,0 +1,347 @@
+package redshard
+
+import (
+	"bytes"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard/hotkey"
+)
+
+// LoadConfig reads the JSON configuration file at path and returns the
+// Options it describes, validated as NewClient validates them. It is the
+// one configuration format of the redshard command and of programs that
+// want a file rather than code. Every error names the file and the field.
+//
+// The file holds one JSON object. Only "shards" is required; every other
+// field may be left out and then takes the default of the Options field it
+// sets. Durations are Go duration strings ("500ms", "10m"). Unknown fields
+// are errors, so a misspelt setting is never silently ignored.
+//
+//	{
+//	  "shards": [                                    // Options.Shards
+//	    {"name": "cache-a", "addr": "10.0.0.1:6379", "weight": 1},
+//	    {"name": "cache-b", "addr": "10.0.0.2:6379", "weight": 2}
+//	  ],
+//	  "vnodes_per_weight": 0,                        // Options.VnodesPerWeight
+//	  "username": "app",                             // ACL user of every shard
+//	  "password_env": "REDIS_PASSWORD",              // name of the variable holding the password
+//	  "db": 0,
+//	  "tls": false,                                  // TLS 1.2+, server name from each addr
+//	  "pool_size": 0, "dial_timeout": "5s", "read_timeout": "3s", "write_timeout": "3s",
+//	  "handoff_window": "10m",                       // Options.HandoffWindow; negative turns handoff off
+//	  "health": {                                    // Options.Health
+//	    "disable": false, "interval": "500ms", "timeout": "500ms",
+//	    "failure_threshold": 2, "recovery_threshold": 2,
+//	    "failover": false, "gutter_ttl": "30s"
+//	  },
+//	  "hot_keys": {                                  // Options.HotKeys; absent: off
+//	    "mitigation": "local-cache",                 // or "split"; required in hot_keys
+//	    "max_staleness": "1s", "cache_bytes": 0, "copies": 0,
+//	    "tracking": "auto",                          // "auto", "off" or "on"
+//	    "detector": {"window": "10s", "min_rate": 100, "min_share": 0.01,
+//	                 "capacity": 0, "hysteresis": 0}
+//	  }
+//	}
+//
+// (JSON has no comments; they are here for the reader only.)
+//
+// Secrets are never read from the file: password_env names an environment
+// variable, and LoadConfig fails if that variable is not set. username,
+// password_env, db, tls, pool_size and the timeouts fill
+// Options.ShardOptions, the template of every shard's client; when none of
+// them is set ShardOptions is nil (go-redis defaults).
+//
+// Invalid shard lists and settings are reported with NewClient's sentinel
+// errors (ErrNoShards, ErrDuplicateName, ErrEmptyAddr, ErrBadWeight,
+// ErrBadVnodes, ErrBadHotKeyOptions, ...), wrapped with the file and the
+// field; match them with errors.Is.
+func LoadConfig(path string) (*Options, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("redshard: config: %w", err)
+	}
+	opt, err := parseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("redshard: config %s: %w", path, err)
+	}
+	return opt, nil
+}
+
+// fileConfig is the JSON form of a configuration file. Durations are kept
+// as strings and parsed afterwards, so their errors can name the field.
+type fileConfig struct {
+	Shards          []fileShard  `json:"shards"`
+	VnodesPerWeight int          `json:"vnodes_per_weight"`
+	Username        string       `json:"username"`
+	PasswordEnv     string       `json:"password_env"`
+	DB              int          `json:"db"`
+	TLS             bool         `json:"tls"`
+	PoolSize        int          `json:"pool_size"`
+	DialTimeout     string       `json:"dial_timeout"`
+	ReadTimeout     string       `json:"read_timeout"`
+	WriteTimeout    string       `json:"write_timeout"`
+	HandoffWindow   string       `json:"handoff_window"`
+	Health          *fileHealth  `json:"health"`
+	HotKeys         *fileHotKeys `json:"hot_keys"`
+}
+
+type fileShard struct {
+	Name   string  `json:"name"`
+	Addr   string  `json:"addr"`
+	Weight float64 `json:"weight"`
+}
+
+type fileHealth struct {
+	Disable           bool   `json:"disable"`
+	Interval          string `json:"interval"`
+	Timeout           string `json:"timeout"`
+	FailureThreshold  int    `json:"failure_threshold"`
+	RecoveryThreshold int    `json:"recovery_threshold"`
+	Failover          bool   `json:"failover"`
+	GutterTTL         string `json:"gutter_ttl"`
+}
+
+type fileHotKeys struct {
+	Mitigation   string        `json:"mitigation"`
+	MaxStaleness string        `json:"max_staleness"`
+	CacheBytes   int64         `json:"cache_bytes"`
+	Copies       int           `json:"copies"`
+	Tracking     string        `json:"tracking"`
+	Detector     *fileDetector `json:"detector"`
+}
+
+type fileDetector struct {
+	Window     string  `json:"window"`
+	MinRate    float64 `json:"min_rate"`
+	MinShare   float64 `json:"min_share"`
+	Capacity   int     `json:"capacity"`
+	Hysteresis float64 `json:"hysteresis"`
+}
+
+// parseConfig decodes and validates the contents of a configuration file.
+// Its errors name the field but not the file.
+func parseConfig(data []byte) (*Options, error) {
+	var fc fileConfig
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&fc); err != nil {
+		return nil, jsonError(data, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("unexpected data after the JSON object at %s", position(data, dec.InputOffset()))
+	}
+
+	opt := &Options{VnodesPerWeight: fc.VnodesPerWeight}
+	if fc.VnodesPerWeight < 0 {
+		return nil, fmt.Errorf("vnodes_per_weight: %w: %d", ErrBadVnodes, fc.VnodesPerWeight)
+	}
+	if fc.Shards == nil {
+		return nil, fmt.Errorf("shards: %w (the field is required)", ErrNoShards)
+	}
+	for _, s := range fc.Shards {
+		opt.Shards = append(opt.Shards, Shard{Name: s.Name, Addr: s.Addr, Weight: s.Weight})
+	}
+	if _, err := validateShards(opt.Shards); err != nil {
+		return nil, fmt.Errorf("shards: %w", err)
+	}
+
+	d := durations{}
+	so := &redis.Options{
+		Username:     fc.Username,
+		DB:           fc.DB,
+		PoolSize:     fc.PoolSize,
+		DialTimeout:  d.parse("dial_timeout", fc.DialTimeout, false),
+		ReadTimeout:  d.parse("read_timeout", fc.ReadTimeout, false),
+		WriteTimeout: d.parse("write_timeout", fc.WriteTimeout, false),
+	}
+	opt.HandoffWindow = d.parse("handoff_window", fc.HandoffWindow, true)
+	if d.err != nil {
+		return nil, d.err
+	}
+	switch {
+	case fc.DB < 0:
+		return nil, fmt.Errorf("db: %d is negative", fc.DB)
+	case fc.PoolSize < 0:
+		return nil, fmt.Errorf("pool_size: %d is negative", fc.PoolSize)
+	}
+	if fc.PasswordEnv != "" {
+		pw, ok := os.LookupEnv(fc.PasswordEnv)
+		if !ok {
+			return nil, fmt.Errorf("password_env: environment variable %s is not set", fc.PasswordEnv)
+		}
+		so.Password = pw
+	}
+	if fc.TLS {
+		// ServerName is left empty: go-redis's dialer takes it from each
+		// shard's address.
+		so.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	if fc.Username != "" || fc.PasswordEnv != "" || fc.DB != 0 || fc.TLS || fc.PoolSize != 0 ||
+		so.DialTimeout != 0 || so.ReadTimeout != 0 || so.WriteTimeout != 0 {
+		opt.ShardOptions = so
+	}
+
+	if fc.Health != nil {
+		h, err := fc.Health.options()
+		if err != nil {
+			return nil, err
+		}
+		opt.Health = h
+	}
+	if fc.HotKeys != nil {
+		h, err := fc.HotKeys.options(len(opt.Shards))
+		if err != nil {
+			return nil, err
+		}
+		opt.HotKeys = h
+	}
+	return opt, nil
+}
+
+func (fh *fileHealth) options() (*HealthOptions, error) {
+	d := durations{}
+	h := &HealthOptions{
+		Disable:           fh.Disable,
+		Interval:          d.parse("health.interval", fh.Interval, false),
+		Timeout:           d.parse("health.timeout", fh.Timeout, false),
+		FailureThreshold:  fh.FailureThreshold,
+		RecoveryThreshold: fh.RecoveryThreshold,
+		Failover:          fh.Failover,
+		GutterTTL:         d.parse("health.gutter_ttl", fh.GutterTTL, false),
+	}
+	switch {
+	case d.err != nil:
+		return nil, d.err
+	case fh.FailureThreshold < 0:
+		return nil, fmt.Errorf("health.failure_threshold: %d is negative", fh.FailureThreshold)
+	case fh.RecoveryThreshold < 0:
+		return nil, fmt.Errorf("health.recovery_threshold: %d is negative", fh.RecoveryThreshold)
+	}
+	return h, nil
+}
+
+func (fh *fileHotKeys) options(shards int) (*HotKeyOptions, error) {
+	h := &HotKeyOptions{CacheBytes: fh.CacheBytes, Copies: fh.Copies}
+	switch strings.ToLower(fh.Mitigation) {
+	case "local-cache", "localcache":
+		h.Mitigation = LocalCache
+	case "split":
+		h.Mitigation = Split
+	case "":
+		return nil, fmt.Errorf("hot_keys.mitigation: %w: required: \"local-cache\" or \"split\"", ErrBadHotKeyOptions)
+	default:
+		return nil, fmt.Errorf("hot_keys.mitigation: %w: %q: want \"local-cache\" or \"split\"", ErrBadHotKeyOptions, fh.Mitigation)
+	}
+	switch strings.ToLower(fh.Tracking) {
+	case "", "auto":
+		h.Tracking = TrackingAuto
+	case "off":
+		h.Tracking = TrackingOff
+	case "on":
+		h.Tracking = TrackingOn
+	default:
+		return nil, fmt.Errorf("hot_keys.tracking: %w: %q: want \"auto\", \"off\" or \"on\"", ErrBadHotKeyOptions, fh.Tracking)
+	}
+	d := durations{}
+	h.MaxStaleness = d.parse("hot_keys.max_staleness", fh.MaxStaleness, false)
+	if fd := fh.Detector; fd != nil {
+		h.Detector = &hotkey.Config{
+			Window:     d.parse("hot_keys.detector.window", fd.Window, false),
+			MinRate:    fd.MinRate,
+			MinShare:   fd.MinShare,
+			Capacity:   fd.Capacity,
+			Hysteresis: fd.Hysteresis,
+		}
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	if _, err := h.resolve(shards); err != nil {
+		return nil, fmt.Errorf("hot_keys: %w", err)
+	}
+	if h.Detector != nil {
+		if _, err := hotkey.New(h.Detector); err != nil {
+			return nil, fmt.Errorf("hot_keys.detector: %w: %w", ErrBadHotKeyOptions, err)
+		}
+	}
+	return h, nil
+}
+
+// durations parses duration fields and keeps the first error.
+type durations struct{ err error }
+
+// parse returns the duration s names ("" is 0). Negative durations are an
+// error unless negativeOK.
+func (d *durations) parse(field, s string, negativeOK bool) time.Duration {
+	if s == "" || d.err != nil {
+		return 0
+	}
+	v, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		d.err = fmt.Errorf("%s: %q is not a duration (write it like \"500ms\" or \"10m\")", field, s)
+	case v < 0 && !negativeOK:
+		d.err = fmt.Errorf("%s: %s is negative", field, s)
+	}
+	return v
+}
+
+// jsonError rewrites a decoding error so that it names the field or the
+// line and column.
+func jsonError(data []byte, err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Errorf("malformed JSON at %s: %v", position(data, syn.Offset), syn)
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			field = "(top level)"
+		}
+		return fmt.Errorf("%s: JSON %s where %s was expected (at %s)", field, typ.Value, jsonKind(typ.Type.Kind().String()), position(data, typ.Offset))
+	case errors.Is(err, io.EOF):
+		return errors.New("empty file: want a JSON object with at least \"shards\"")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("malformed JSON: the file ends in the middle of the object")
+	}
+	// The unknown-field error is not typed: its text is `json: unknown field "x"`.
+	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
+		return fmt.Errorf("unknown field %s (check its spelling; the format is in docs/operations.md)", strings.TrimPrefix(msg, "json: unknown field "))
+	}
+	return err
+}
+
+// jsonKind names a Go kind the way the file's author thinks of it.
+func jsonKind(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "slice":
+		return "a list"
+	case "struct", "ptr":
+		return "an object"
+	}
+	return "a number"
+}
+
+// position turns a byte offset into "line L, column C".
+func position(data []byte, off int64) string {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	line := 1 + bytes.Count(data[:off], []byte("\n"))
+	col := off - int64(bytes.LastIndexByte(data[:off], '\n'))
+	return fmt.Sprintf("line %d, column %d", line, col)
+}

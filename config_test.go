@@ -1,0 +1,158 @@
+package redshard_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redshard/redshard"
+)
+
+// writeConfig writes body to a file in a temp directory and returns its path.
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "redshard.json")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestLoadConfigGood(t *testing.T) {
+	t.Setenv("REDSHARD_TEST_PASSWORD", "s3cret")
+	path := writeConfig(t, `{
+  "shards": [
+    {"name": "cache-a", "addr": "10.0.0.1:6379", "weight": 1},
+    {"name": "cache-b", "addr": "10.0.0.2:6379", "weight": 2},
+    {"name": "cache-c", "addr": "10.0.0.3:6379"}
+  ],
+  "vnodes_per_weight": 512,
+  "username": "app",
+  "password_env": "REDSHARD_TEST_PASSWORD",
+  "db": 3,
+  "tls": true,
+  "pool_size": 20,
+  "dial_timeout": "2s",
+  "read_timeout": "250ms",
+  "handoff_window": "5m",
+  "health": {"interval": "200ms", "failure_threshold": 3, "failover": true, "gutter_ttl": "10s"},
+  "hot_keys": {"mitigation": "split", "max_staleness": "2s", "copies": 2,
+               "detector": {"window": "5s", "min_rate": 50, "min_share": 0.02}}
+}`)
+	opt, err := redshard.LoadConfig(path)
+	if err != nil {
+		t.Fatalf("LoadConfig: %v", err)
+	}
+	want := []redshard.Shard{
+		{Name: "cache-a", Addr: "10.0.0.1:6379", Weight: 1},
+		{Name: "cache-b", Addr: "10.0.0.2:6379", Weight: 2},
+		{Name: "cache-c", Addr: "10.0.0.3:6379"},
+	}
+	if len(opt.Shards) != len(want) {
+		t.Fatalf("Shards = %v, want %v", opt.Shards, want)
+	}
+	for i := range want {
+		if g := opt.Shards[i]; g.Name != want[i].Name || g.Addr != want[i].Addr || g.Weight != want[i].Weight {
+			t.Errorf("Shards[%d] = %v weight %v, want %v weight %v", i, g, g.Weight, want[i], want[i].Weight)
+		}
+	}
+	so := opt.ShardOptions
+	switch {
+	case opt.VnodesPerWeight != 512:
+		t.Errorf("VnodesPerWeight = %d", opt.VnodesPerWeight)
+	case opt.HandoffWindow != 5*time.Minute:
+		t.Errorf("HandoffWindow = %v", opt.HandoffWindow)
+	case so == nil:
+		t.Fatal("ShardOptions is nil")
+	case so.Username != "app" || so.Password != "s3cret" || so.DB != 3 || so.PoolSize != 20:
+		t.Errorf("ShardOptions user %q password %q db %d pool %d", so.Username, so.Password, so.DB, so.PoolSize)
+	case so.TLSConfig == nil:
+		t.Error("tls: true gave no TLSConfig")
+	case so.DialTimeout != 2*time.Second || so.ReadTimeout != 250*time.Millisecond || so.WriteTimeout != 0:
+		t.Errorf("timeouts %v %v %v", so.DialTimeout, so.ReadTimeout, so.WriteTimeout)
+	}
+	h := opt.Health
+	if h == nil || h.Interval != 200*time.Millisecond || h.FailureThreshold != 3 || !h.Failover || h.GutterTTL != 10*time.Second || h.Timeout != 0 {
+		t.Errorf("Health = %+v", h)
+	}
+	hk := opt.HotKeys
+	if hk == nil || hk.Mitigation != redshard.Split || hk.MaxStaleness != 2*time.Second || hk.Copies != 2 ||
+		hk.Detector == nil || hk.Detector.Window != 5*time.Second || hk.Detector.MinRate != 50 || hk.Detector.MinShare != 0.02 {
+		t.Errorf("HotKeys = %+v", hk)
+	}
+
+	// The options are what NewClient accepts.
+	c, err := redshard.NewClient(opt)
+	if err != nil {
+		t.Fatalf("NewClient(LoadConfig(...)): %v", err)
+	}
+	_ = c.Close()
+}
+
+func TestLoadConfigMinimal(t *testing.T) {
+	opt, err := redshard.LoadConfig(writeConfig(t, `{"shards": [{"name": "a", "addr": "127.0.0.1:7001"}]}`))
+	if err != nil {
+		t.Fatalf("LoadConfig: %v", err)
+	}
+	if opt.ShardOptions != nil || opt.Health != nil || opt.HotKeys != nil || opt.HandoffWindow != 0 || opt.VnodesPerWeight != 0 {
+		t.Errorf("defaults not left zero: %+v", opt)
+	}
+}
+
+func TestLoadConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		body string
+		want []string // substrings of the error, besides the file name
+		is   error    // sentinel the error must wrap, if any
+	}{
+		{"malformed JSON", `{"shards": [{"name": "a", "addr": "x:1",}]}`, []string{"malformed JSON", "line 1"}, nil},
+		{"truncated", `{"shards": [`, []string{"malformed JSON"}, nil},
+		{"empty file", ``, []string{"empty file"}, nil},
+		{"trailing data", `{"shards": [{"name": "a", "addr": "x:1"}]} {}`, []string{"after the JSON object"}, nil},
+		{"unknown field", `{"shards": [{"name": "a", "addr": "x:1"}], "handof_window": "1m"}`, []string{`unknown field "handof_window"`}, nil},
+		{"unknown nested field", `{"shards": [{"name": "a", "addr": "x:1"}], "health": {"intervl": "1s"}}`, []string{`unknown field "intervl"`}, nil},
+		{"wrong type", `{"shards": [{"name": "a", "addr": "x:1", "weight": "2"}]}`, []string{"weight", "a number"}, nil},
+		{"bad duration", `{"shards": [{"name": "a", "addr": "x:1"}], "health": {"interval": "5 parsecs"}}`, []string{"health.interval", `"5 parsecs"`, "not a duration"}, nil},
+		{"duration as number", `{"shards": [{"name": "a", "addr": "x:1"}], "handoff_window": 600}`, []string{"handoff_window", "a string"}, nil},
+		{"negative duration", `{"shards": [{"name": "a", "addr": "x:1"}], "hot_keys": {"mitigation": "split", "max_staleness": "-1s"}}`, []string{"hot_keys.max_staleness", "negative"}, nil},
+		{"missing shards", `{"vnodes_per_weight": 10}`, []string{"shards", "required"}, redshard.ErrNoShards},
+		{"empty shards", `{"shards": []}`, []string{"shards"}, redshard.ErrNoShards},
+		{"duplicate name", `{"shards": [{"name": "a", "addr": "x:1"}, {"name": "a", "addr": "x:2"}]}`, []string{"shards", `"a"`}, redshard.ErrDuplicateName},
+		{"empty addr", `{"shards": [{"name": "a"}]}`, []string{"shards", `"a"`}, redshard.ErrEmptyAddr},
+		{"negative weight", `{"shards": [{"name": "a", "addr": "x:1", "weight": -1}]}`, []string{"shards"}, redshard.ErrBadWeight},
+		{"negative vnodes", `{"shards": [{"name": "a", "addr": "x:1"}], "vnodes_per_weight": -5}`, []string{"vnodes_per_weight"}, redshard.ErrBadVnodes},
+		{"bad mitigation", `{"shards": [{"name": "a", "addr": "x:1"}], "hot_keys": {"mitigation": "magic"}}`, []string{"hot_keys.mitigation", `"magic"`}, redshard.ErrBadHotKeyOptions},
+		{"too many copies", `{"shards": [{"name": "a", "addr": "x:1"}], "hot_keys": {"mitigation": "split", "copies": 3}}`, []string{"hot_keys", "Copies"}, redshard.ErrBadHotKeyOptions},
+		{"bad detector", `{"shards": [{"name": "a", "addr": "x:1"}], "hot_keys": {"mitigation": "split", "detector": {"min_share": 2}}}`, []string{"hot_keys.detector"}, redshard.ErrBadHotKeyOptions},
+		{"unset password variable", `{"shards": [{"name": "a", "addr": "x:1"}], "password_env": "REDSHARD_TEST_UNSET_VARIABLE"}`, []string{"password_env", "REDSHARD_TEST_UNSET_VARIABLE", "not set"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeConfig(t, tc.body)
+			opt, err := redshard.LoadConfig(path)
+			if err == nil {
+				t.Fatalf("LoadConfig = %+v, want an error", opt)
+			}
+			msg := err.Error()
+			for _, w := range append([]string{path}, tc.want...) {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not mention %q", msg, w)
+				}
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("error %q does not wrap %v", msg, tc.is)
+			}
+		})
+	}
+}
+
+func TestLoadConfigMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nope.json")
+	_, err := redshard.LoadConfig(path)
+	if err == nil || !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("LoadConfig(missing) = %v, want a not-exist error naming the file", err)
+	}
+}
