@@ -148,6 +148,11 @@ func TestKilledShardFailsFastOthersFlow(t *testing.T) {
 		t.Fatalf("GET on the killed shard: %v", err)
 	}
 	time.Sleep(1500 * time.Millisecond)
+	servers[2].Restart(t) // back, empty
+	awaitState(t, events, "shard-2", false)
+	if err := c.Set(ctx, victim, "again", 0).Err(); err != nil {
+		t.Fatalf("SET on the restarted shard: %v", err)
+	}
 	close(stop)
 	wg.Wait()
 	secs := l.perSecond()
@@ -158,6 +163,9 @@ func TestKilledShardFailsFastOthersFlow(t *testing.T) {
 	}
 	if secs[len(secs)-2] == 0 {
 		t.Fatal("the other shards stopped serving while one was down")
+	}
+	if got := c.Get(ctx, victim).Val(); got != "again" {
+		t.Fatalf("GET on the restarted shard = %q", got)
 	}
 }
 
