@@ -340,6 +340,15 @@ func (c *Client) PoolStats() *redis.PoolStats {
 	return &sum
 }
 
+// Options returns a copy of the template every shard client is built from
+// (Options.ShardOptions, with an empty Addr). Each shard's own client, and
+// its options, are available through ShardClient.
+func (c *Client) Options() *redis.Options {
+	o := c.opt.shardOptions(Shard{})
+	o.Addr = ""
+	return o
+}
+
 // String describes the client by its shards. It never prints credentials.
 func (c *Client) String() string {
 	top := c.top.Load()

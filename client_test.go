@@ -593,3 +593,15 @@ func TestSubscribeShardsMergesShards(t *testing.T) {
 		t.Fatal("Channel still open after Close")
 	}
 }
+
+func TestOptionsIsTheShardTemplate(t *testing.T) {
+	cl := newCluster(t, 1, 1)
+	c, err := redshard.NewClient(&redshard.Options{Shards: cl.shards, ShardOptions: &redis.Options{PoolSize: 7}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if o := c.Options(); o.PoolSize != 7 || o.Addr != "" {
+		t.Fatalf("Options() = PoolSize %d, Addr %q; want the template", o.PoolSize, o.Addr)
+	}
+}
