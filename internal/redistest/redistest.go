@@ -45,7 +45,18 @@ const (
 type Option func(*config)
 
 type config struct {
-	args []string
+	args     []string
+	sentinel string // "name host port": run as a Sentinel monitoring that primary
+}
+
+// Sentinel makes the server a Redis Sentinel that monitors the primary at
+// primaryAddr under masterName (quorum 1, down after 1s). Its config file
+// is written in the run's directory, where Sentinel may rewrite it.
+func Sentinel(masterName, primaryAddr string) Option {
+	return func(c *config) {
+		host, port, _ := net.SplitHostPort(primaryAddr)
+		c.sentinel = masterName + " " + host + " " + port
+	}
 }
 
 // Args passes extra command-line arguments to redis-server, after the
@@ -62,10 +73,11 @@ func Args(args ...string) Option {
 // the port). Stop, Kill, Freeze and Thaw do nothing on a server that is not
 // running.
 type Server struct {
-	bin  string
-	base string // temp directory; each run gets a fresh subdirectory
-	args []string
-	port int
+	bin      string
+	base     string // temp directory; each run gets a fresh subdirectory
+	args     []string
+	sentinel string // see Sentinel; "" for a plain server
+	port     int
 
 	mu   sync.Mutex // guards proc
 	proc *process   // the running server; nil when stopped or killed
@@ -98,7 +110,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 		}
 		t.Skip(msg)
 	}
-	s := &Server{bin: bin, base: t.TempDir(), args: c.args}
+	s := &Server{bin: bin, base: t.TempDir(), args: c.args, sentinel: c.sentinel}
 	t.Cleanup(s.Stop)
 
 	for attempt := 1; ; attempt++ {
@@ -239,6 +251,17 @@ func (s *Server) launch() error {
 		"--logfile", filepath.Join(dir, "redis.log"),
 		"--daemonize", "no",
 	}, s.args...)
+	if s.sentinel != "" {
+		name := strings.Fields(s.sentinel)[0]
+		conf := filepath.Join(dir, "sentinel.conf")
+		text := "sentinel monitor " + s.sentinel + " 1\n" +
+			"sentinel down-after-milliseconds " + name + " 1000\n"
+		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+			_ = out.Close()
+			return err
+		}
+		args = append([]string{conf, "--sentinel"}, args...)
+	}
 	cmd := exec.Command(s.bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out // startup errors go to stderr before the log file opens
 	cmd.SysProcAttr = sysProcAttr()
