@@ -47,4 +47,3 @@ func TestSentinelShard(t *testing.T) {
 		t.Fatalf("Shards() = %s", s)
 	}
 }
-
