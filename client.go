@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,10 +38,11 @@ type Client struct {
 
 	top atomic.Pointer[topology] // current ring and shard clients
 
-	mu           sync.Mutex    // guards the fields below and serialises topology changes
-	hooks        []redis.Hook  // user hooks, added to every shard client
-	retired      []*backend    // removed shards' backends, closed after a grace period
-	retireTimers []*time.Timer // the timers that close them
+	mu           sync.Mutex                   // guards the fields below and serialises topology changes
+	hooks        []redis.Hook                 // user hooks, added to every shard client
+	hookSnap     atomic.Pointer[[]redis.Hook] // hooks, for readers that must not take mu
+	retired      []*backend                   // removed shards' backends, closed after a grace period
+	retireTimers []*time.Timer                // the timers that close them
 
 	hot     *hotPath // nil when Options.HotKeys is nil
 	monitor *monitor // nil when health checks are off
@@ -308,15 +310,30 @@ func (c *Client) ForEachShard(ctx context.Context, fn func(ctx context.Context, 
 // AddHook adds hook to every shard client, now and after later membership
 // changes, so tracing and metrics hooks (redisotel, for example) see the
 // traffic that really reaches each server: a split MGET is seen as one MGET
-// per shard, a fanned-out DBSIZE as one DBSIZE per shard. Hooks do not see
-// the caller's command before routing, and their DialHook dials real shards.
+// per shard, a fanned-out DBSIZE as one DBSIZE per shard, a tracked hot-key
+// read as the pipeline that carries it. Hooks do not see the caller's
+// command before routing, nor reads answered from the local cache, and
+// their DialHook dials real shards.
 func (c *Client) AddHook(hook redis.Hook) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.hooks = append(c.hooks, hook)
-	for _, s := range c.top.Load().shards {
+	snap := slices.Clone(c.hooks)
+	c.hookSnap.Store(&snap)
+	for _, s := range c.top.Load().sources() {
 		s.client.AddHook(hook)
 	}
+	if c.hot != nil {
+		c.hot.addHook(hook) // the clients that send tracked hot reads
+	}
+}
+
+// userHooks returns the hooks added so far without taking c.mu.
+func (c *Client) userHooks() []redis.Hook {
+	if p := c.hookSnap.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // PoolStats returns the connection pool statistics summed over the shards.

@@ -421,3 +421,17 @@ func isSplitCopy(key string) bool { return strings.HasPrefix(key, SplitCopyPrefi
 func (h *hotPath) copyName(key string) string {
 	return SplitCopyPrefix + h.instance + ":" + key
 }
+
+// addHook adds a user hook to the clients that send tracked reads; later
+// ones get it from Client.userHooks when they are made.
+func (h *hotPath) addHook(hook redis.Hook) {
+	h.shards.Range(func(_, v any) bool {
+		hs := v.(*hotShard)
+		hs.mu.Lock()
+		if hs.reader != nil {
+			hs.reader.AddHook(hook)
+		}
+		hs.mu.Unlock()
+		return true
+	})
+}

@@ -198,6 +198,9 @@ func (hs *hotShard) newClient(subscriber bool) *redis.Client {
 		}
 	}
 	if !subscriber {
+		for _, hook := range hs.h.c.userHooks() {
+			cl.AddHook(hook)
+		}
 		cl.AddHook(closeHook{onClose: hs.readerClosed})
 	}
 	return cl

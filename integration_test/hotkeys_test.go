@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -268,4 +269,39 @@ func TestHotKeysSplitAllTypes(t *testing.T) {
 		t.Fatal("no copies on the servers before cooling")
 	}
 	eventually(t, "the copies to expire", func() bool { return len(copies()) == 0 })
+}
+
+// trackingHook records whether it saw a tracked read: a pipeline that
+// starts with CLIENT TRACKING ON.
+type trackingHook struct{ tracked atomic.Int64 }
+
+func (h *trackingHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *trackingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *trackingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && strings.HasPrefix(strings.ToLower(fmt.Sprint(cmds[0].Args())), "[client tracking on") {
+			h.tracked.Add(1)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestAddHookSeesTrackedReads: a hook added with AddHook, before or after
+// tracking started, sees the tracked reads that the hot-key layer sends on
+// its own connections.
+func TestAddHookSeesTrackedReads(t *testing.T) {
+	ctx := context.Background()
+	c, _ := hotClient(t, 1, redshard.HotKeyOptions{Mitigation: redshard.LocalCache, MaxStaleness: time.Hour})
+	before := &trackingHook{}
+	c.AddHook(before)
+	c.Set(ctx, "celebrity", "v", 0)
+	warm(t, c, "celebrity")
+	cachedAndTracked(t, c, "shard-0", "celebrity", "v")
+	after := &trackingHook{}
+	c.AddHook(after)
+	c.Set(ctx, "celebrity", "w", 0) // invalidates: the next read is tracked again
+	cachedAndTracked(t, c, "shard-0", "celebrity", "w")
+	if before.tracked.Load() == 0 || after.tracked.Load() == 0 {
+		t.Fatalf("tracked reads seen: hook added before %d, after %d", before.tracked.Load(), after.tracked.Load())
+	}
 }
