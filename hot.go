@@ -435,3 +435,10 @@ func (h *hotPath) addHook(hook redis.Hook) {
 		return true
 	})
 }
+
+// forget closes the tracking clients of a backend that left the client.
+func (h *hotPath) forget(b *backend) {
+	if v, ok := h.shards.LoadAndDelete(b); ok {
+		v.(*hotShard).close()
+	}
+}

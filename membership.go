@@ -163,6 +163,9 @@ func (c *Client) releaseOrphansLocked(top *topology) {
 	c.retireTimers = append(c.retireTimers, time.AfterFunc(retireGrace, func() {
 		for _, b := range gone {
 			_ = b.close()
+			if c.hot != nil {
+				c.hot.forget(b)
+			}
 		}
 	}))
 }
