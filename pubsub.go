@@ -17,7 +17,8 @@ import (
 // that same shard. With no channel, or channels on several shards, the
 // returned PubSub is bound to no shard: its Receive and Channel report an
 // error wrapping ErrNotSharded (use SubscribeShards). It never dials
-// anything but a shard.
+// anything but a shard. A subscription stays on the shard it was made on:
+// after SetShards moves a channel to another shard, subscribe again.
 func (c *Client) Subscribe(ctx context.Context, channels ...string) *redis.PubSub {
 	return c.subscribe(ctx, channels, (*redis.Client).Subscribe)
 }
@@ -70,7 +71,8 @@ type MultiPubSub struct {
 // SubscribeShards subscribes to channels that may live on several shards:
 // each channel is subscribed on the shard its PUBLISH goes to. It returns
 // once every subscription is confirmed, so a message published after it
-// returns is delivered.
+// returns is delivered. Like Subscribe, it follows the ring of the moment
+// it is called: after SetShards, subscribe again.
 func (c *Client) SubscribeShards(ctx context.Context, channels ...string) (*MultiPubSub, error) {
 	top, err := c.topology()
 	if err != nil {
