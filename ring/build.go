@@ -34,7 +34,8 @@ func New(nodes []Node, cfg *Config) (*Ring, error) {
 	r := &Ring{nodes: ns, hash: c.Hash, vpw: c.VnodesPerWeight}
 	starts := r.layout(total)
 	r.build(counts, starts)
-	r.idx = newIndex(starts)
+	r.pack(r.points, starts)
+	r.points = nil
 	return r, nil
 }
 
@@ -87,27 +88,22 @@ func pointCount(w float64, vpw int) int {
 	return int(p)
 }
 
-// pad is how many entries past the last point successor may read; the first
-// of them repeats the first point, so that running off the end wraps.
-const pad = 5
+// pad is how many entries past the end of Ring.rest successor may read.
+const pad = 4
 
-// layout chooses the bucket and packing parameters for total points: one to
-// two points per bucket, and enough bucket bits that a bucket offset and a
-// node index fit together in 32 bits. It allocates r.points and returns a
-// zeroed slice for the first point of each bucket.
+// layout chooses the bucket and packing parameters for total points: two to
+// four points per bucket, and enough bucket bits that a bucket offset and a
+// node index fit together in 32 bits. It allocates r.points, which pack
+// turns into the final layout, and returns a zeroed slice for the first
+// point of each bucket.
 func (r *Ring) layout(total int) []uint32 {
 	r.ownerBits = uint(bits.Len(uint(len(r.nodes) - 1)))
 	r.ownerMask = uint32(1)<<r.ownerBits - 1
-	b := max(uint(bits.Len(uint(total)))-1, r.ownerBits)
+	b := uint(max(bits.Len(uint(total))-2, int(r.ownerBits)))
 	r.shift = 32 - b
 	r.offMask = uint32(uint64(1)<<r.shift - 1)
-	r.points = make([]uint32, total, total+pad)
+	r.points = make([]uint32, total, total+inlinePoints) // see pack
 	return make([]uint32, 1<<b+1)
-}
-
-// seal writes the wrap entry after the last point.
-func (r *Ring) seal() {
-	r.points[:len(r.points)+1][len(r.points)] = r.points[0]
 }
 
 // parallelPoints is the ring size from which New works on several cores.
@@ -216,7 +212,6 @@ func (r *Ring) build(counts []int, starts []uint32) {
 		r.sortParts(parts, starts, i*per, min((i+1)*per, 1<<p1), b-p1)
 	})
 	starts[len(starts)-1] = sum
-	r.seal()
 }
 
 // generate writes the positions of nodes [lo, hi) into pos.

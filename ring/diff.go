@@ -101,12 +101,11 @@ func (s *side) init() {
 	}
 	s.c = s.r.cursor()
 	s.first = s.c.owner()
-	b := uint32(s.r.idx.buckets() - 1)
-	n := uint32(len(s.r.points) - 1)
-	for s.r.idx.start(b) > n {
+	b := s.r.buckets() - 1
+	for s.r.size(b) == 0 {
 		b--
 	}
-	s.last = uint32(b)<<s.r.shift | s.r.points[n]>>s.r.ownerBits
+	s.last = b<<s.r.shift | s.r.entry(b, s.r.size(b)-1)>>s.r.ownerBits
 }
 
 func (s *side) empty() bool { return s.r.Len() == 0 }

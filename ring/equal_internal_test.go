@@ -15,10 +15,10 @@ func sameLayout(t *testing.T, a, b *Ring) {
 		t.Fatal("nodes differ")
 	case a.shift != b.shift, a.offMask != b.offMask, a.ownerBits != b.ownerBits, a.ownerMask != b.ownerMask:
 		t.Fatal("layouts differ")
-	case !slices.Equal(a.points[:len(a.points)+1], b.points[:len(b.points)+1]):
+	case a.n != b.n, !slices.Equal(a.rest[:cap(a.rest)], b.rest[:cap(b.rest)]):
 		t.Fatal("points differ")
-	case a.idx.groupBits != b.idx.groupBits, !slices.Equal(a.idx.coarse, b.idx.coarse), !slices.Equal(a.idx.fine, b.idx.fine):
-		t.Fatal("indexes differ")
+	case !slices.Equal(a.rec, b.rec):
+		t.Fatal("records differ")
 	}
 }
 
@@ -68,15 +68,16 @@ func TestWithIdenticalToNew(t *testing.T) {
 	}
 }
 
-// A Hash with few values crowds buckets past what a byte of index holds.
+// A Hash with few values crowds every point into one bucket, past what the
+// branch-free compares of a lookup cover.
 func TestCrowdedIndex(t *testing.T) {
 	crowd := func(string) uint64 { return 42 << 32 }
 	r, err := New([]Node{{Name: "a", Weight: 1}, {Name: "b", Weight: 2}}, &Config{VnodesPerWeight: 200, Hash: crowd})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.idx.groupBits != 0 {
-		t.Errorf("groupBits = %d, want 0 for 600 points at one position", r.idx.groupBits)
+	if got := len(r.rest); got != 597 {
+		t.Errorf("len(rest) = %d, want 597 for 600 points at one position", got)
 	}
 	if r.OwnerIndexAt(42) != 0 || r.OwnerIndexAt(43) != 0 || r.OwnerIndexAt(0) != 0 {
 		t.Error("a owns every position")

@@ -11,7 +11,7 @@ import (
 // adding or removing one node costs a merge of sorted points instead of a
 // sort. With on a nil or zero Ring is New(nodes, nil). Errors are New's.
 func (r *Ring) With(nodes []Node) (*Ring, error) {
-	if r == nil || len(r.points) == 0 {
+	if r == nil || len(r.rec) == 0 {
 		return New(nodes, nil)
 	}
 	ns, counts, total, err := prepare(nodes, r.vpw)
@@ -44,7 +44,7 @@ func (r *Ring) With(nodes []Node) (*Ring, error) {
 	for k := range arcs {
 		a := &arcs[k]
 		oldBuckets := uint32(1) << (32 - r.shift - arcBits)
-		a.lo, a.hi = r.idx.start(uint32(k)*oldBuckets), r.idx.start(uint32(k+1)*oldBuckets)
+		a.lo, a.hi = uint32(k)*oldBuckets, uint32(k+1)*oldBuckets
 		startKey := uint64(k) << (64 - arcBits)
 		a.fresh, _ = slices.BinarySearch(fresh, startKey)
 		if k > 0 {
@@ -56,11 +56,14 @@ func (r *Ring) With(nodes []Node) (*Ring, error) {
 	// Where each arc's output starts: the kept points and fresh points before it.
 	parallel(len(arcs), func(k int) {
 		a := &arcs[k]
-		a.kept = a.hi - a.lo
-		if dropped {
-			a.kept = 0
-			for _, e := range r.points[a.lo:a.hi] {
-				if remap[e&r.ownerMask] >= 0 {
+		for ob := a.lo; ob < a.hi; ob++ {
+			n := r.size(ob)
+			if !dropped {
+				a.kept += n
+				continue
+			}
+			for j := range n {
+				if remap[r.entry(ob, j)&r.ownerMask] >= 0 {
 					a.kept++
 				}
 			}
@@ -79,8 +82,8 @@ func (r *Ring) With(nodes []Node) (*Ring, error) {
 		}
 		r.mergeArc(nr, starts[:end], remap, fresh[a.fresh:a.freshEnd], a)
 	})
-	nr.seal()
-	nr.idx = newIndex(starts)
+	nr.pack(nr.points, starts)
+	nr.points = nil
 	return nr, nil
 }
 
@@ -115,7 +118,7 @@ func (nr *Ring) freshPoints(counts []int, kept []bool) []uint64 {
 
 // mergeArc is one arc of a With merge.
 type mergeArc struct {
-	lo, hi          uint32 // the arc's points in the old ring
+	lo, hi          uint32 // the arc's buckets in the old ring
 	fresh, freshEnd int    // the arc's fresh points
 	kept            uint32 // old points kept
 	out             uint32 // index of the arc's first point in the new ring
@@ -127,12 +130,10 @@ type mergeArc struct {
 func (r *Ring) mergeArc(nr *Ring, starts []uint32, remap []int32, fresh []uint64, a *mergeArc) {
 	w := writer{r: nr, starts: starts, n: a.out, b: a.bucket}
 	f := 0
-	ob := a.bucket << nr.shift >> r.shift // first old bucket of the arc
-	lo := a.lo
-	for lo < a.hi {
-		hi := r.idx.start(ob + 1)
+	for ob := a.lo; ob < a.hi; ob++ {
 		base := ob << r.shift
-		for _, e := range r.points[lo:hi] {
+		for j := range r.size(ob) {
+			e := r.entry(ob, j)
 			o := remap[e&r.ownerMask]
 			if o < 0 {
 				continue
@@ -144,8 +145,6 @@ func (r *Ring) mergeArc(nr *Ring, starts []uint32, remap []int32, fresh []uint64
 			}
 			w.emit(key)
 		}
-		lo = hi
-		ob++
 	}
 	for _, key := range fresh[f:] {
 		w.emit(key)
