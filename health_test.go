@@ -20,7 +20,9 @@ func healthCluster(t *testing.T, failover bool) (*cluster, chan redshard.ShardSt
 		Shards:       cl.shards,
 		ShardOptions: &redis.Options{MaxRetries: -1, DialTimeout: 200 * time.Millisecond},
 		Health: &redshard.HealthOptions{
-			Interval: 10 * time.Millisecond, FailureThreshold: 2, RecoveryThreshold: 2,
+			// A closed miniredis refuses at once; the timeout only guards
+			// live shards against a slow, loaded test machine.
+			Interval: 10 * time.Millisecond, Timeout: time.Second, FailureThreshold: 2, RecoveryThreshold: 2,
 			Failover: failover, GutterTTL: 5 * time.Second,
 			OnShardStateChange: func(e redshard.ShardStateChange) { events <- e },
 		},

@@ -35,7 +35,7 @@ func healthShards(t *testing.T, n int, failover bool) (*redshard.Client, []*redi
 			ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, PoolSize: 64,
 		},
 		Health: &redshard.HealthOptions{
-			Interval: 100 * time.Millisecond, FailureThreshold: 2, RecoveryThreshold: 2,
+			Interval: 100 * time.Millisecond, Timeout: 250 * time.Millisecond, FailureThreshold: 2, RecoveryThreshold: 2,
 			Failover: failover, GutterTTL: time.Minute,
 			OnShardStateChange: func(e redshard.ShardStateChange) { events <- e },
 		},

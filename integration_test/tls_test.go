@@ -42,7 +42,9 @@ func TestTLSReachesEveryShard(t *testing.T) {
 	c, err := redshard.NewClient(&redshard.Options{
 		Shards:       shards,
 		ShardOptions: &redis.Options{TLSConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}},
-		Health: &redshard.HealthOptions{Interval: 20 * time.Millisecond,
+		// A generous timeout: a TLS handshake under -race on a loaded machine
+		// can take tens of milliseconds.
+		Health: &redshard.HealthOptions{Interval: 20 * time.Millisecond, Timeout: 2 * time.Second,
 			OnShardStateChange: func(e redshard.ShardStateChange) { events <- e }},
 	})
 	if err != nil {
