@@ -31,6 +31,20 @@ func startShards(n int) ([]redshard.Shard, func()) {
 	}
 }
 
+// exampleClient returns a client over n embedded shards and a func that
+// closes both.
+func exampleClient(n int) (*redshard.Client, func()) {
+	shards, stop := startShards(n)
+	rdb, err := redshard.NewClient(&redshard.Options{Shards: shards})
+	if err != nil {
+		panic(err)
+	}
+	return rdb, func() {
+		rdb.Close()
+		stop()
+	}
+}
+
 func ExampleNewClient() {
 	shards, stop := startShards(3) // weights 1, 2, 3
 	defer stop()
@@ -56,13 +70,8 @@ func ExampleNewClient() {
 }
 
 func ExampleErrCrossShard() {
-	shards, stop := startShards(3)
+	rdb, stop := exampleClient(3)
 	defer stop()
-	rdb, err := redshard.NewClient(&redshard.Options{Shards: shards})
-	if err != nil {
-		panic(err)
-	}
-	defer rdb.Close()
 	ctx := context.Background()
 
 	// Find a key that lives on another shard than "src".
@@ -75,7 +84,7 @@ func ExampleErrCrossShard() {
 		}
 	}
 	rdb.Set(ctx, src, "v", 0)
-	err = rdb.Rename(ctx, src, dst).Err()
+	err := rdb.Rename(ctx, src, dst).Err()
 	fmt.Println(errors.Is(err, redshard.ErrCrossShard)) // refused, nothing sent
 
 	// Under one {hash tag} the keys share a shard and RENAME works.
@@ -87,13 +96,8 @@ func ExampleErrCrossShard() {
 }
 
 func ExampleClient_ForEachShard() {
-	shards, stop := startShards(3)
+	rdb, stop := exampleClient(3)
 	defer stop()
-	rdb, err := redshard.NewClient(&redshard.Options{Shards: shards})
-	if err != nil {
-		panic(err)
-	}
-	defer rdb.Close()
 	ctx := context.Background()
 	for i := 0; i < 100; i++ {
 		rdb.Set(ctx, fmt.Sprintf("key:%d", i), i, 0)
@@ -101,7 +105,7 @@ func ExampleClient_ForEachShard() {
 
 	// Commands that have no key, like INFO or CONFIG GET, run per shard.
 	var keys atomic.Int64
-	err = rdb.ForEachShard(ctx, func(ctx context.Context, shard *redis.Client) error {
+	err := rdb.ForEachShard(ctx, func(ctx context.Context, shard *redis.Client) error {
 		n, err := shard.DBSize(ctx).Result()
 		keys.Add(n)
 		return err
@@ -112,13 +116,8 @@ func ExampleClient_ForEachShard() {
 }
 
 func ExampleClient_ShardFor() {
-	shards, stop := startShards(3)
+	rdb, stop := exampleClient(3)
 	defer stop()
-	rdb, err := redshard.NewClient(&redshard.Options{Shards: shards})
-	if err != nil {
-		panic(err)
-	}
-	defer rdb.Close()
 
 	// Keys with the same {hash tag} live on the same shard, so commands that
 	// need them together (RENAME, SUNIONSTORE, transactions) work.

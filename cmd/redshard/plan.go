@@ -29,7 +29,7 @@ the configuration file of the new list.`)
 	var changes []change
 	registerChanges(f, &changes)
 	toConfig := f.String("to-config", "", "configuration `file` of the new shard list (instead of --add/--remove/--weight)")
-	vnodes := f.Int("vnodes", 0, "ring points per unit of weight (default: the config's vnodes_per_weight, else the ring package's default)")
+	applyVnodes := vnodesFlag(f)
 	if err := f.parse(args, stdout); err != nil {
 		return err
 	}
@@ -37,11 +37,8 @@ the configuration file of the new list.`)
 	if err != nil {
 		return err
 	}
-	if f.isSet("vnodes") {
-		if *vnodes < 0 {
-			return usagef("--vnodes %d: must not be negative", *vnodes)
-		}
-		opt.VnodesPerWeight = *vnodes
+	if err := applyVnodes(opt); err != nil {
+		return err
 	}
 	to, err := newShardList(opt, changes, *toConfig)
 	if err != nil {

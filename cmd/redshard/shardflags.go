@@ -243,3 +243,19 @@ func weightOf(s redshard.Shard) float64 {
 	}
 	return s.Weight
 }
+
+// vnodesFlag registers --vnodes on f. The function it returns, called after
+// parsing, sets opt.VnodesPerWeight when the flag was given.
+func vnodesFlag(f *flags) func(opt *redshard.Options) error {
+	v := f.Int("vnodes", 0, "ring points per unit of weight (default: the config's vnodes_per_weight, else the ring package's default)")
+	return func(opt *redshard.Options) error {
+		if !f.isSet("vnodes") {
+			return nil
+		}
+		if *v < 0 {
+			return usagef("--vnodes %d: must not be negative", *v)
+		}
+		opt.VnodesPerWeight = *v
+		return nil
+	}
+}

@@ -22,7 +22,7 @@ bring the shares closer to the weights at the cost of memory and build time;
 try a few values here. Every client of a fleet must use the same value.`)
 	var src source
 	src.register(f, "shards")
-	vnodes := f.Int("vnodes", 0, "ring points per unit of weight (default: the config's vnodes_per_weight, else the ring package's default)")
+	applyVnodes := vnodesFlag(f)
 	if err := f.parse(args, stdout); err != nil {
 		return err
 	}
@@ -30,11 +30,8 @@ try a few values here. Every client of a fleet must use the same value.`)
 	if err != nil {
 		return err
 	}
-	if f.isSet("vnodes") {
-		if *vnodes < 0 {
-			return usagef("--vnodes %d: must not be negative", *vnodes)
-		}
-		opt.VnodesPerWeight = *vnodes
+	if err := applyVnodes(opt); err != nil {
+		return err
 	}
 	r, err := newRing(opt.Shards, opt.VnodesPerWeight)
 	if err != nil {
