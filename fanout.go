@@ -38,11 +38,11 @@ func (t *topology) mergeFanout(cmd redis.Cmder, info command.Info, subs []sub) {
 				return
 			}
 		}
-		setResult(cmd, valueOf(subs[0].cmd))
+		setResult(cmd, value(subs[0].cmd))
 	case command.MergeSum:
 		var sum int64
 		for _, s := range subs {
-			n, ok := valueOf(s.cmd).(int64)
+			n, ok := value(s.cmd).(int64)
 			if !ok {
 				cmd.SetErr(mergeErr(info, s.cmd))
 				return
@@ -75,7 +75,7 @@ func (t *topology) mergeFanout(cmd redis.Cmder, info command.Info, subs []sub) {
 			cmd.SetErr(redis.Nil)
 			return
 		}
-		setResult(cmd, valueOf(found[rand.IntN(len(found))].cmd))
+		setResult(cmd, value(found[rand.IntN(len(found))].cmd))
 	default:
 		cmd.SetErr(mergeErr(info, cmd))
 	}
@@ -88,23 +88,23 @@ func mergeErr(info command.Info, c redis.Cmder) error {
 // concat joins array replies in shard order; map replies (PUBSUB NUMSUB)
 // are added up per field.
 func concat(subs []sub) (interface{}, error) {
-	switch valueOf(subs[0].cmd).(type) {
+	switch value(subs[0].cmd).(type) {
 	case []string:
 		var out []string
 		for _, s := range subs {
-			out = append(out, valueOf(s.cmd).([]string)...)
+			out = append(out, value(s.cmd).([]string)...)
 		}
 		return out, nil
 	case []interface{}:
 		var out []interface{}
 		for _, s := range subs {
-			out = append(out, valueOf(s.cmd).([]interface{})...)
+			out = append(out, value(s.cmd).([]interface{})...)
 		}
 		return out, nil
 	case map[string]int64:
 		out := map[string]int64{}
 		for _, s := range subs {
-			for k, v := range valueOf(s.cmd).(map[string]int64) {
+			for k, v := range value(s.cmd).(map[string]int64) {
 				out[k] += v
 			}
 		}
@@ -116,11 +116,11 @@ func concat(subs []sub) (interface{}, error) {
 // and combines 0/1 array replies element-wise (SCRIPT EXISTS: a script
 // exists only if every shard has it).
 func and(subs []sub) (interface{}, error) {
-	switch first := valueOf(subs[0].cmd).(type) {
+	switch first := value(subs[0].cmd).(type) {
 	case []bool:
 		out := append([]bool(nil), first...)
 		for _, s := range subs[1:] {
-			v := valueOf(s.cmd).([]bool)
+			v := value(s.cmd).([]bool)
 			for i := range out {
 				out[i] = out[i] && i < len(v) && v[i]
 			}
@@ -129,7 +129,7 @@ func and(subs []sub) (interface{}, error) {
 	case []interface{}:
 		out := append([]interface{}(nil), first...)
 		for _, s := range subs[1:] {
-			v := valueOf(s.cmd).([]interface{})
+			v := value(s.cmd).([]interface{})
 			for i := range out {
 				if i >= len(v) || v[i] != int64(1) {
 					out[i] = int64(0)
@@ -141,99 +141,10 @@ func and(subs []sub) (interface{}, error) {
 	return nil, fmt.Errorf("cannot combine replies of type %T", subs[0].cmd)
 }
 
-// valueOf returns a command's reply value for the command types that
-// fan-out and split commands produce.
-func valueOf(c redis.Cmder) interface{} {
-	switch c := c.(type) {
-	case *redis.Cmd:
-		return c.Val()
-	case *redis.StatusCmd:
-		return c.Val()
-	case *redis.StringCmd:
-		return c.Val()
-	case *redis.IntCmd:
-		return c.Val()
-	case *redis.BoolCmd:
-		return c.Val()
-	case *redis.FloatCmd:
-		return c.Val()
-	case *redis.SliceCmd:
-		return c.Val()
-	case *redis.StringSliceCmd:
-		return c.Val()
-	case *redis.BoolSliceCmd:
-		return c.Val()
-	case *redis.MapStringIntCmd:
-		return c.Val()
-	case *redis.MapStringStringCmd:
-		return c.Val()
-	}
-	return nil
-}
-
-// setResult stores v as cmd's reply; v's type must match what valueOf
-// returns for cmd's type.
+// setResult stores a merged reply v in cmd, or an error if cmd's type
+// cannot hold it.
 func setResult(cmd redis.Cmder, v interface{}) {
-	ok := true
-	switch c := cmd.(type) {
-	case *redis.Cmd:
-		c.SetVal(v)
-	case *redis.StatusCmd:
-		var s string
-		if s, ok = v.(string); ok {
-			c.SetVal(s)
-		}
-	case *redis.StringCmd:
-		var s string
-		if s, ok = v.(string); ok {
-			c.SetVal(s)
-		}
-	case *redis.IntCmd:
-		var n int64
-		if n, ok = v.(int64); ok {
-			c.SetVal(n)
-		}
-	case *redis.BoolCmd:
-		var b bool
-		if b, ok = v.(bool); ok {
-			c.SetVal(b)
-		}
-	case *redis.FloatCmd:
-		var f float64
-		if f, ok = v.(float64); ok {
-			c.SetVal(f)
-		}
-	case *redis.SliceCmd:
-		var s []interface{}
-		if s, ok = v.([]interface{}); ok {
-			c.SetVal(s)
-		}
-	case *redis.StringSliceCmd:
-		var s []string
-		if s, ok = v.([]string); ok {
-			c.SetVal(s)
-		}
-	case *redis.BoolSliceCmd:
-		var s []bool
-		if s, ok = v.([]bool); ok {
-			c.SetVal(s)
-		}
-	case *redis.MapStringIntCmd:
-		var m map[string]int64
-		if m, ok = v.(map[string]int64); ok {
-			c.SetVal(m)
-		}
-	case *redis.MapStringStringCmd:
-		var m map[string]string
-		if m, ok = v.(map[string]string); ok {
-			c.SetVal(m)
-		}
-	default:
-		ok = false
-	}
-	if !ok {
+	if !setValue(cmd, v) {
 		cmd.SetErr(fmt.Errorf("redshard: %s: cannot store a merged %T reply in a %T", displayName(cmd.Name()), v, cmd))
-		return
 	}
-	cmd.SetErr(nil)
 }

@@ -3,8 +3,6 @@ package redshard
 import (
 	"context"
 	"encoding/binary"
-	"maps"
-	"slices"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -29,53 +27,11 @@ var cacheable = map[string]bool{
 // as the owner, but whose replies must not be cached (they are random).
 var copyable = map[string]bool{"srandmember": true, "hrandfield": true, "zrandmember": true}
 
-// Reply kinds: the typed commands whose values the hot path can copy from
-// one command into another. 0 means unsupported.
-const (
-	kindString byte = iota + 1
-	kindInt
-	kindBool
-	kindFloat
-	kindStatus
-	kindStringSlice
-	kindSlice
-	kindMapStringString
-	kindBoolSlice
-	kindFloatSlice
-	kindZSlice
-	kindCmd
-)
-
-// replyKind returns the kind of cmd's reply, or 0 if the hot path cannot
-// copy it.
+// replyKind returns the kind of cmd's reply (see valueOf), or 0 if the hot
+// path cannot copy it.
 func replyKind(cmd redis.Cmder) byte {
-	switch cmd.(type) {
-	case *redis.StringCmd:
-		return kindString
-	case *redis.IntCmd:
-		return kindInt
-	case *redis.BoolCmd:
-		return kindBool
-	case *redis.FloatCmd:
-		return kindFloat
-	case *redis.StatusCmd:
-		return kindStatus
-	case *redis.StringSliceCmd:
-		return kindStringSlice
-	case *redis.SliceCmd:
-		return kindSlice
-	case *redis.MapStringStringCmd:
-		return kindMapStringString
-	case *redis.BoolSliceCmd:
-		return kindBoolSlice
-	case *redis.FloatSliceCmd:
-		return kindFloatSlice
-	case *redis.ZSliceCmd:
-		return kindZSlice
-	case *redis.Cmd:
-		return kindCmd
-	}
-	return 0
+	_, k := valueOf(cmd)
+	return k
 }
 
 // reply is a command's outcome as the hot path stores and shares it. The
@@ -87,34 +43,7 @@ type reply struct {
 
 // replyOf takes the outcome of a command of a supported kind.
 func replyOf(cmd redis.Cmder) *reply {
-	r := &reply{err: cmd.Err()}
-	switch c := cmd.(type) {
-	case *redis.StringCmd:
-		r.val = c.Val()
-	case *redis.IntCmd:
-		r.val = c.Val()
-	case *redis.BoolCmd:
-		r.val = c.Val()
-	case *redis.FloatCmd:
-		r.val = c.Val()
-	case *redis.StatusCmd:
-		r.val = c.Val()
-	case *redis.StringSliceCmd:
-		r.val = c.Val()
-	case *redis.SliceCmd:
-		r.val = c.Val()
-	case *redis.MapStringStringCmd:
-		r.val = c.Val()
-	case *redis.BoolSliceCmd:
-		r.val = c.Val()
-	case *redis.FloatSliceCmd:
-		r.val = c.Val()
-	case *redis.ZSliceCmd:
-		r.val = c.Val()
-	case *redis.Cmd:
-		r.val = c.Val()
-	}
-	return r
+	return &reply{val: value(cmd), err: cmd.Err()}
 }
 
 // cacheable reports whether r may be stored: a value, or a nil reply (a
@@ -128,65 +57,8 @@ func (r *reply) apply(cmd redis.Cmder) error {
 		cmd.SetErr(r.err)
 		return r.err
 	}
-	switch c := cmd.(type) {
-	case *redis.StringCmd:
-		c.SetVal(r.val.(string))
-	case *redis.IntCmd:
-		c.SetVal(r.val.(int64))
-	case *redis.BoolCmd:
-		c.SetVal(r.val.(bool))
-	case *redis.FloatCmd:
-		c.SetVal(r.val.(float64))
-	case *redis.StatusCmd:
-		c.SetVal(r.val.(string))
-	case *redis.StringSliceCmd:
-		c.SetVal(slices.Clone(r.val.([]string)))
-	case *redis.SliceCmd:
-		c.SetVal(cloneValue(r.val).([]interface{}))
-	case *redis.MapStringStringCmd:
-		c.SetVal(maps.Clone(r.val.(map[string]string)))
-	case *redis.BoolSliceCmd:
-		c.SetVal(slices.Clone(r.val.([]bool)))
-	case *redis.FloatSliceCmd:
-		c.SetVal(slices.Clone(r.val.([]float64)))
-	case *redis.ZSliceCmd:
-		c.SetVal(slices.Clone(r.val.([]redis.Z)))
-	case *redis.Cmd:
-		c.SetVal(cloneValue(r.val))
-	}
-	cmd.SetErr(nil)
+	setValue(cmd, cloneValue(r.val))
 	return nil
-}
-
-// cloneValue copies the slices and maps of a generic reply value, so that a
-// caller that modifies its reply does not modify another's.
-func cloneValue(v any) any {
-	switch v := v.(type) {
-	case []interface{}:
-		if v == nil {
-			return v
-		}
-		out := make([]interface{}, len(v))
-		for i, e := range v {
-			out[i] = cloneValue(e)
-		}
-		return out
-	case map[interface{}]interface{}:
-		out := make(map[interface{}]interface{}, len(v))
-		for k, e := range v {
-			out[k] = cloneValue(e)
-		}
-		return out
-	case map[string]interface{}:
-		out := make(map[string]interface{}, len(v))
-		for k, e := range v {
-			out[k] = cloneValue(e)
-		}
-		return out
-	case []string:
-		return slices.Clone(v)
-	}
-	return v
 }
 
 // sizeOf estimates the memory of a reply value in bytes, for the cache's
