@@ -56,7 +56,6 @@ type topology struct {
 	epoch  uint64
 	ring   *ring.Ring
 	shards []*shard
-	byName map[string]*shard
 
 	// handoff, while not nil, holds the previous topology: keys whose owner
 	// changed are fetched from their previous owner on first use.
@@ -119,7 +118,6 @@ func NewClient(opt *Options) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{opt: *opt}
-	c.opt.Shards = shards
 	if c.opt.Load, err = opt.Load.clone(); err != nil {
 		return nil, err
 	}
@@ -128,7 +126,7 @@ func NewClient(opt *Options) (*Client, error) {
 		return nil, err
 	}
 	top := &topology{epoch: 1, ring: r, gutterTTL: c.gutterTTL()}
-	top.shards, top.byName = c.buildShards(r, shards, nil)
+	top.shards = c.buildShards(r, shards, nil)
 	c.top.Store(top)
 
 	c.Client = redis.NewClient(&redis.Options{
@@ -181,31 +179,38 @@ func (c *Client) newRing(shards []Shard) (*ring.Ring, error) {
 
 // buildShards creates the shard clients of r, reusing those of old whose
 // configuration did not change. Caller holds c.mu or owns c exclusively.
-func (c *Client) buildShards(r *ring.Ring, shards []Shard, old *topology) ([]*shard, map[string]*shard) {
+func (c *Client) buildShards(r *ring.Ring, shards []Shard, old *topology) []*shard {
 	cfg := make(map[string]Shard, len(shards))
 	for _, s := range shards {
 		cfg[s.Name] = s
 	}
 	nodes := r.Nodes()
 	out := make([]*shard, len(nodes))
-	byName := make(map[string]*shard, len(nodes))
 	for i, n := range nodes {
 		s := cfg[n.Name]
-		if old != nil {
-			if prev, ok := old.byName[n.Name]; ok && sameEndpoint(prev.Shard, s) {
-				sh := &shard{Shard: s, backend: prev.backend}
-				out[i], byName[n.Name] = sh, sh
-				continue
-			}
+		if prev, ok := old.shard(n.Name); ok && sameEndpoint(prev.Shard, s) {
+			out[i] = &shard{Shard: s, backend: prev.backend}
+			continue
 		}
 		cl := c.opt.newShardClient(s)
 		for _, h := range c.hooks {
 			cl.AddHook(h)
 		}
-		sh := &shard{Shard: s, backend: &backend{client: cl}}
-		out[i], byName[n.Name] = sh, sh
+		out[i] = &shard{Shard: s, backend: &backend{client: cl}}
 	}
-	return out, byName
+	return out
+}
+
+// shard returns the named shard of t; a nil t has none.
+func (t *topology) shard(name string) (*shard, bool) {
+	if t == nil {
+		return nil, false
+	}
+	i, ok := t.ring.Index(name)
+	if !ok {
+		return nil, false
+	}
+	return t.shards[i], true
 }
 
 // sameEndpoint reports whether a shard client built for a can serve b.
@@ -282,7 +287,7 @@ func (c *Client) ShardFor(key string) (name string, client *redis.Client) {
 // ShardClient returns the client of the named shard. The client is owned
 // by c: do not close it.
 func (c *Client) ShardClient(name string) (*redis.Client, bool) {
-	s, ok := c.top.Load().byName[name]
+	s, ok := c.top.Load().shard(name)
 	if !ok {
 		return nil, false
 	}

@@ -103,7 +103,7 @@ func (c *Client) SetShards(ctx context.Context, shards []Shard) error {
 		old = c.endHandoffLocked(old)
 	}
 	top := &topology{epoch: old.epoch + 1, ring: r, gutterTTL: old.gutterTTL}
-	top.shards, top.byName = c.buildShards(r, valid, old)
+	top.shards = c.buildShards(r, valid, old)
 	// Shards that left keep their clients: their keys are still to be
 	// moved (handoff, Rebalance).
 	for _, s := range old.sources() {
