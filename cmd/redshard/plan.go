@@ -33,23 +33,36 @@ the configuration file of the new list.`)
 	if err := f.parse(args, stdout); err != nil {
 		return err
 	}
-	opt, err := src.options()
-	if err != nil {
-		return err
-	}
-	if err := applyVnodes(opt); err != nil {
-		return err
-	}
-	to, err := newShardList(opt, changes, *toConfig)
-	if err != nil {
-		return err
-	}
-	p, err := makePlan(opt.Shards, to, opt.VnodesPerWeight)
+	_, _, p, err := planChange(&src, changes, *toConfig, applyVnodes)
 	if err != nil {
 		return err
 	}
 	p.write(stdout)
 	return nil
+}
+
+// planChange reads the current shard list from src, lets adjust change the
+// options (nil: none), applies the --add/--remove/--weight changes or
+// --to-config, and plans the move. plan and rebalance share it.
+func planChange(src *source, changes []change, toConfig string, adjust func(*redshard.Options) error) (*redshard.Options, []redshard.Shard, *plan, error) {
+	opt, err := src.options()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if adjust != nil {
+		if err := adjust(opt); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	to, err := newShardList(opt, changes, toConfig)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p, err := makePlan(opt.Shards, to, opt.VnodesPerWeight)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return opt, to, p, nil
 }
 
 // newShardList applies the --add/--remove/--weight changes to the current

@@ -53,15 +53,7 @@ docs/operations.md).`)
 	case *batch <= 0:
 		return usagef("--batch %d: must be positive", *batch)
 	}
-	opt, err := src.options()
-	if err != nil {
-		return err
-	}
-	to, err := newShardList(opt, changes, *toConfig)
-	if err != nil {
-		return err
-	}
-	p, err := makePlan(opt.Shards, to, opt.VnodesPerWeight)
+	opt, to, p, err := planChange(&src, changes, *toConfig, nil)
 	if err != nil {
 		return err
 	}
