@@ -21,11 +21,12 @@ import (
 // for Options.HandoffWindow to pass.
 var ErrHandoffInProgress = errors.New("redshard: the previous membership change is still being handed off")
 
+// retireGrace is how long a removed shard's client stays open for commands
+// that started on the old ring before it is closed. A variable for tests.
+var retireGrace = 5 * time.Second
+
 const (
 	defaultHandoffWindow = 10 * time.Minute
-	// retireGrace is how long a removed shard's client stays open for
-	// commands that started on the old ring before it is closed.
-	retireGrace = 5 * time.Second
 	// handoffTimeout bounds one key's migration from its previous owner.
 	handoffTimeout = 5 * time.Second
 	// maxHandoffDone bounds the set of keys known to be handed off; past it

@@ -366,3 +366,83 @@ func TestSetShardsReusesClients(t *testing.T) {
 		t.Fatal("SetShards replaced the client of an unchanged shard")
 	}
 }
+
+func TestRemovedShardClosesAfterRebalance(t *testing.T) {
+	defer redshard.SetRetireGrace(time.Millisecond)()
+	cl := newCluster(t, 1, 1, 1)
+	preload(t, cl.c, 300)
+	removed, _ := cl.c.ShardClient("shard-0")
+	if err := cl.c.SetShards(ctx, cl.shards[1:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := removed.Ping(ctx).Err(); err != nil {
+		t.Fatalf("the removed shard's client must stay open until its keys are moved: %v", err)
+	}
+	if _, err := cl.c.Rebalance(ctx, redshard.RebalanceOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(cl.mini["shard-0"].Keys()); n != 0 {
+		t.Fatalf("%d keys left on the removed shard", n)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for removed.Ping(ctx).Err() != redis.ErrClosed {
+		if time.Now().After(deadline) {
+			t.Fatal("the removed shard's client was never closed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestRebalanceRateLimitWaits(t *testing.T) {
+	cl := newCluster(t, 1, 1)
+	c, err := redshard.NewClient(&redshard.Options{Shards: cl.shards, HandoffWindow: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	preload(t, c, 500)
+	if err := c.SetShards(ctx, cl.addShard(t, "shard-new", 1)); err != nil {
+		t.Fatal(err)
+	}
+	// One batch of 10 keys every 10 s: nothing can move before ctx ends.
+	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	rep, err := c.Rebalance(cctx, redshard.RebalanceOptions{BatchSize: 10, Rate: 1})
+	if !errors.Is(err, context.DeadlineExceeded) || rep.Moved != 0 {
+		t.Fatalf("Rebalance with Rate 1 key/s: moved %d, %v; want nothing moved before the first tick", rep.Moved, err)
+	}
+	rep, err = c.Rebalance(ctx, redshard.RebalanceOptions{BatchSize: 10, Rate: 1e6})
+	if err != nil || rep.Moved == 0 {
+		t.Fatalf("Rebalance with a high rate: moved %d, %v", rep.Moved, err)
+	}
+}
+
+func TestHandoffWindowEnds(t *testing.T) {
+	cl := newCluster(t, 1, 1, 1)
+	c, err := redshard.NewClient(&redshard.Options{Shards: cl.shards, HandoffWindow: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	preload(t, c, 300)
+	if err := c.SetShards(ctx, cl.addShard(t, "shard-new", 1)); err != nil {
+		t.Fatal(err)
+	}
+	moved := "" // a preloaded key now owned by the new shard
+	for i := 0; moved == ""; i++ {
+		if s, _ := c.ShardFor(fmt.Sprintf("key:%d", i)); s == "shard-new" {
+			moved = fmt.Sprintf("key:%d", i)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Stats().HandoffActive {
+		if time.Now().After(deadline) {
+			t.Fatal("the handoff never ended")
+		}
+		c.Exists(ctx, moved+"-probe") // a keyed command notices the window is over
+		time.Sleep(time.Millisecond)
+	}
+	if err := c.Get(ctx, moved).Err(); err != redis.Nil {
+		t.Fatalf("after the window a moved key is looked for on its new owner only: %v", err)
+	}
+}
