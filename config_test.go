@@ -128,6 +128,11 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"bad mitigation", `{"shards": [{"name": "a", "addr": "x:1"}], "hot_keys": {"mitigation": "magic"}}`, []string{"hot_keys.mitigation", `"magic"`}, redshard.ErrInvalidHotKeyOptions},
 		{"too many copies", `{"shards": [{"name": "a", "addr": "x:1"}], "hot_keys": {"mitigation": "split", "copies": 3}}`, []string{"hot_keys", "Copies"}, redshard.ErrInvalidHotKeyOptions},
 		{"bad detector", `{"shards": [{"name": "a", "addr": "x:1"}], "hot_keys": {"mitigation": "split", "detector": {"min_share": 2}}}`, []string{"hot_keys.detector"}, redshard.ErrInvalidHotKeyOptions},
+		{"heartbeat too fast", `{"shards": [{"name": "a", "addr": "x:1"}], "health": {"interval": "1us"}}`, []string{"health.interval", "minimum"}, redshard.ErrInvalidHealthOptions},
+		{"negative threshold", `{"shards": [{"name": "a", "addr": "x:1"}], "health": {"failure_threshold": -1}}`, []string{"health.failure_threshold"}, redshard.ErrInvalidHealthOptions},
+		{"sub-ms gutter TTL", `{"shards": [{"name": "a", "addr": "x:1"}], "health": {"failover": true, "gutter_ttl": "10us"}}`, []string{"health.gutter_ttl"}, redshard.ErrInvalidHealthOptions},
+		{"negative handoff window", `{"shards": [{"name": "a", "addr": "x:1"}], "handoff_window": "-1s"}`, []string{"handoff_window", "DisableHandoff"}, redshard.ErrInvalidOptions},
+		{"cache beyond memory", `{"shards": [{"name": "a", "addr": "x:1"}], "hot_keys": {"mitigation": "local-cache", "cache_bytes": 9223372036854775807}}`, []string{"hot_keys.cache_bytes", "memory"}, redshard.ErrInvalidHotKeyOptions},
 		{"unset password variable", `{"shards": [{"name": "a", "addr": "x:1"}], "password_env": "REDSHARD_TEST_UNSET_VARIABLE"}`, []string{"password_env", "REDSHARD_TEST_UNSET_VARIABLE", "not set"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
