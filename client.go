@@ -39,8 +39,8 @@ type Client struct {
 	shardHooks atomic.Pointer[[]shardHook]  // AddHook/AddShardHook factories, for new shard clients
 	cmdHooks   atomic.Pointer[commandChain] // AddCommandHook chain; nil: none
 
-	mu       sync.Mutex                // guards retiring; serialises topology changes and hook additions
-	retiring map[*retirement]struct{}  // removed shards' backends, closed after a grace period
+	mu       sync.Mutex               // guards retiring; serialises topology changes and hook additions
+	retiring map[*retirement]struct{} // removed shards' backends, closed after a grace period
 
 	flights *flights // shared calls (hot reads, handoffs, loads), cancelled and awaited by Close
 	hot     *hotPath // nil when Options.HotKeys is nil

@@ -22,9 +22,9 @@ type backend struct {
 	shard  Shard         // the configuration the clients were built for
 	client *redis.Client // commands
 
-	down    atomic.Bool                     // set by the health monitor
+	down    atomic.Bool                    // set by the health monitor
 	downErr atomic.Pointer[shardDownError] // what commands get while down, built once per outage
-	outage  outage                          // keys written to stand-ins while down (Failover)
+	outage  outage                         // keys written to stand-ins while down (Failover)
 
 	// Heartbeat counters, touched only by the monitor goroutine.
 	fails, oks int

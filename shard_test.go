@@ -52,8 +52,8 @@ func TestNewShardClientReachesEveryConnection(t *testing.T) {
 	var mu sync.Mutex
 	built := map[string]int{} // shard -> clients built
 	c, err := redshard.NewClient(&redshard.Options{
-		Shards: shards,
-		Health: &redshard.HealthOptions{Interval: 10 * time.Millisecond, Timeout: time.Second},
+		Shards:  shards,
+		Health:  &redshard.HealthOptions{Interval: 10 * time.Millisecond, Timeout: time.Second},
 		HotKeys: &redshard.HotKeyOptions{Mitigation: redshard.LocalCache, Detector: hotFrozenDetector()},
 		NewShardClient: func(s redshard.Shard, opt *redis.Options) *redis.Client {
 			mu.Lock()
