@@ -36,7 +36,6 @@ func TestOptionsValidate(t *testing.T) {
 		{"negative weight", with(func(o *redshard.Options) { o.Shards[0].Weight = -1 }), redshard.ErrInvalidWeight, "Shards[0].Weight"},
 		{"weight overflowing the ring", with(func(o *redshard.Options) { o.Shards[0].Weight = 1e12 }), redshard.ErrInvalidWeight, "Shards"},
 		{"negative vnodes", with(func(o *redshard.Options) { o.VnodesPerWeight = -1 }), redshard.ErrInvalidVnodes, "VnodesPerWeight"},
-		{"negative handoff window", with(func(o *redshard.Options) { o.HandoffWindow = -time.Second }), redshard.ErrInvalidOptions, "HandoffWindow"},
 		{"1µs heartbeat", with(func(o *redshard.Options) { o.Health = &redshard.HealthOptions{Interval: time.Microsecond} }), redshard.ErrInvalidHealthOptions, "Health.Interval"},
 		{"negative heartbeat", with(func(o *redshard.Options) { o.Health = &redshard.HealthOptions{Interval: -time.Second} }), redshard.ErrInvalidHealthOptions, "Health.Interval"},
 		{"1µs heartbeat timeout", with(func(o *redshard.Options) { o.Health = &redshard.HealthOptions{Timeout: time.Microsecond} }), redshard.ErrInvalidHealthOptions, "Health.Timeout"},
@@ -109,21 +108,5 @@ func TestRebalanceOptionsValidate(t *testing.T) {
 		if err := (redshard.RebalanceOptions{Rate: rate}).Validate(); err != nil {
 			t.Errorf("Rate %v: Validate() = %v, want nil", rate, err)
 		}
-	}
-}
-
-// TestDisableHandoff: DisableHandoff replaces the old negative window.
-func TestDisableHandoff(t *testing.T) {
-	cl := newCluster(t, 1, 1)
-	c, err := redshard.NewClient(&redshard.Options{Shards: cl.shards[:1], DisableHandoff: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.SetShards(t.Context(), cl.shards); err != nil {
-		t.Fatal(err)
-	}
-	if c.Stats().HandoffActive {
-		t.Error("HandoffActive after SetShards with DisableHandoff")
 	}
 }

@@ -20,6 +20,7 @@ import (
 type backend struct {
 	c      *Client
 	shard  Shard         // the configuration the clients were built for
+	id     string        // the server's identity (Shard.identity)
 	client *redis.Client // commands
 
 	down    atomic.Bool                    // set by the health monitor
@@ -53,7 +54,7 @@ const (
 // newBackend opens (lazily, as go-redis does) the command client of s.
 // Caller holds c.mu or owns c exclusively.
 func (c *Client) newBackend(s Shard) *backend {
-	b := &backend{c: c, shard: s}
+	b := &backend{c: c, shard: s, id: s.identity()}
 	b.client = c.dial(s, connCommand, nil)
 	return b
 }
