@@ -158,10 +158,10 @@ type config struct {
 	shards []Shard // normalised copy of opt.Shards (weights 0 -> 1)
 	ring   *ring.Ring
 
-	health        HealthOptions // resolved
-	hot           *HotKeyOptions
-	load          LoadOptions // resolved; lease tells whether Options.Load was set
-	lease         bool
+	health HealthOptions // resolved
+	hot    *HotKeyOptions
+	load   LoadOptions // resolved; lease tells whether Options.Load was set
+	lease  bool
 }
 
 // Validate reports whether NewClient would accept o, without contacting a
