@@ -148,21 +148,17 @@ func (m *monitor) apply(top *topology, s *shard, err error) {
 	if err != nil {
 		b.fails, b.oks, b.lastErr = b.fails+1, 0, err
 		if !b.down.Load() && b.fails >= m.opt.FailureThreshold {
-			b.downErr.Store(&shardDownError{shard: s.Shard, cause: err})
-			b.down.Store(true)
+			b.markDown(s.Shard, err)
 			m.notify(s, true, err)
 		}
 		return
 	}
 	b.fails, b.oks = 0, b.oks+1
 	if b.down.Load() && b.oks >= m.opt.RecoveryThreshold {
-		if m.opt.Failover {
-			if err := m.c.cleanOutage(top, b); err != nil {
-				b.oks, b.lastErr = 0, err // try again on the next heartbeat
-				return
-			}
+		if err := m.c.markUp(top, b); err != nil {
+			b.oks, b.lastErr = 0, err // try again on the next heartbeat
+			return
 		}
-		b.down.Store(false)
 		m.notify(s, false, nil)
 	}
 }
@@ -189,18 +185,49 @@ func (t *topology) standIn(i int, key string) (int, bool) {
 	return -1, false
 }
 
-// recordOutage remembers that key was written to stand-in j while its
-// owner was down.
-func (b *backend) recordOutage(key string, standIn *backend) {
+// recordOutage remembers that key is written to stand-in j while its
+// owner is down. It reports false, recording nothing, once the owner is up
+// again: the write must then go to the owner, since the cleanup that ran
+// before it came up did not see this key.
+func (b *backend) recordOutage(key string, standIn *backend) bool {
 	o := &b.outage
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if !b.down.Load() {
+		return false
+	}
 	if o.on == nil {
 		o.on = map[string]*backend{}
 	}
 	if len(o.on) < maxOutageKeys {
 		o.on[key] = standIn
 	}
+	return true
+}
+
+// markUp marks b up once every key written to a stand-in during its
+// outage is cleaned: the cleanup runs until a round finds nothing new, and
+// the last check and the mark are made under the outage lock, which every
+// record takes, so no stand-in write can slip in between.
+func (c *Client) markUp(top *topology, b *backend) error {
+	if top.gutterTTL <= 0 {
+		b.down.Store(false)
+		return nil
+	}
+	o := &b.outage
+	for range 8 {
+		if err := c.cleanOutage(top, b); err != nil {
+			return err
+		}
+		o.mu.Lock()
+		if len(o.on) == 0 {
+			b.down.Store(false)
+			o.mu.Unlock()
+			return nil
+		}
+		o.mu.Unlock()
+	}
+	return fmt.Errorf("redshard: writes to stand-ins keep coming while shard %s returns", b.shard)
 }
 
 // cleanOutage deletes, on the returning backend and on the stand-ins, every
@@ -222,9 +249,15 @@ func (c *Client) cleanOutage(top *topology, b *backend) error {
 		byBackend[s] = append(byBackend[s], k)
 	}
 	for target, ks := range byBackend {
+		cl := target.client
+		if target == b { // still marked down: its command client refuses to dial
+			if cl = b.heartbeatClient(); cl == nil {
+				return redis.ErrClosed
+			}
+		}
 		for len(ks) > 0 {
 			n := min(len(ks), 500)
-			if err := target.client.Del(ctx, ks[:n]...).Err(); err != nil {
+			if err := cl.Del(ctx, ks[:n]...).Err(); err != nil {
 				o.mu.Lock() // put them back for the next attempt
 				if o.on == nil {
 					o.on = map[string]*backend{}
@@ -269,15 +302,18 @@ func (t *topology) serve(i int, args []interface{}, keys []int) (int, error) {
 
 // recordStandIn records that the keys of a write owned by down shard i go
 // to stand-in j, and returns the commands that cap their TTL there; they
-// must run on j after the write.
-func (t *topology) recordStandIn(ctx context.Context, args []interface{}, keys []int, i, j int) []redis.Cmder {
-	caps := make([]redis.Cmder, 0, len(keys))
+// must run on j after the write. ok is false when i came up meanwhile:
+// the write must go to i instead.
+func (t *topology) recordStandIn(ctx context.Context, args []interface{}, keys []int, i, j int) (caps []redis.Cmder, ok bool) {
+	caps = make([]redis.Cmder, 0, len(keys))
 	for _, k := range keys {
 		key := command.Arg(args[k])
-		t.shards[i].recordOutage(key, t.shards[j].backend)
+		if !t.shards[i].recordOutage(key, t.shards[j].backend) {
+			return nil, false
+		}
 		caps = append(caps, redis.NewIntCmd(ctx, "pexpire", key, t.gutterTTL.Milliseconds(), "lt"))
 	}
-	return caps
+	return caps, true
 }
 
 // processDown runs a command whose owner i is down: on its stand-in when
@@ -292,7 +328,10 @@ func (c *Client) processDown(ctx context.Context, top *topology, info command.In
 	if !mayWrite(info) {
 		return standIn.Process(ctx, cmd)
 	}
-	caps := top.recordStandIn(ctx, cmd.Args(), keys, i, j)
+	caps, ok := top.recordStandIn(ctx, cmd.Args(), keys, i, j)
+	if !ok { // the owner came up meanwhile
+		return top.shards[i].client.Process(ctx, cmd)
+	}
 	_, _ = standIn.Pipelined(ctx, func(p redis.Pipeliner) error {
 		_ = p.Process(ctx, cmd)
 		for _, c := range caps {

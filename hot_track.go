@@ -358,16 +358,34 @@ func (closeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 	return next
 }
 
-// notifyConn calls onClose once, when it is closed.
+// notifyConn calls onClose once, when it is closed. Once severed, its
+// reads and writes fail with errSevered.
 type notifyConn struct {
 	net.Conn
 	once    sync.Once
 	onClose func()
+	severed atomic.Bool
 }
 
 func (c *notifyConn) Close() error {
 	c.once.Do(c.onClose)
 	return c.Conn.Close()
+}
+
+func (c *notifyConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil && c.severed.Load() {
+		err = errSevered
+	}
+	return n, err
+}
+
+func (c *notifyConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if err != nil && c.severed.Load() {
+		err = errSevered
+	}
+	return n, err
 }
 
 // NetConn returns the wrapped connection (as crypto/tls.Conn does).

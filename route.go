@@ -256,11 +256,18 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 				cmd.SetErr(err)
 				break
 			}
+			if !mayWrite(info) {
+				sends = append(sends, sub{shard: j, cmd: cmd})
+				break
+			}
+			caps, ok := top.recordStandIn(ctx, cmd.Args(), keys, i, j)
+			if !ok { // the owner came up meanwhile
+				sends = append(sends, sub{shard: i, cmd: cmd})
+				break
+			}
 			sends = append(sends, sub{shard: j, cmd: cmd})
-			if mayWrite(info) {
-				for _, capCmd := range top.recordStandIn(ctx, cmd.Args(), keys, i, j) {
-					sends = append(sends, sub{shard: j, cmd: capCmd})
-				}
+			for _, capCmd := range caps {
+				sends = append(sends, sub{shard: j, cmd: capCmd})
 			}
 		default:
 			for _, s := range rt.subs {

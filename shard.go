@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -33,6 +35,8 @@ type backend struct {
 
 	hot atomic.Pointer[hotShard] // nil until the hot-key layer first uses the shard
 
+	conns connSet // the command client's open connections, severed when the shard goes down
+
 	mu        sync.Mutex // guards closed, heartbeat and the creation of hot
 	closed    bool
 	heartbeat *redis.Client // dedicated heartbeat connection, made on first use
@@ -56,7 +60,115 @@ const (
 func (c *Client) newBackend(s Shard) *backend {
 	b := &backend{c: c, shard: s, id: s.identity()}
 	b.client = c.dial(s, connCommand, nil)
+	// Outermost, so that it sees every error: a command cut off because
+	// the shard was marked down fails with the shard's ErrShardDown.
+	b.client.AddHook(failFast{b})
 	return b
+}
+
+// markDown marks the backend down (named as in the current ring) and severs its command connections, so
+// that commands already waiting on a frozen or dead server fail at once
+// (failFast turns their errors into ErrShardDown) instead of after
+// ReadTimeout × retries, and refuses new connections until it is up again.
+func (b *backend) markDown(as Shard, cause error) {
+	b.downErr.Store(&shardDownError{shard: as, cause: cause})
+	b.down.Store(true)
+	b.conns.closeAll()
+}
+
+// failFast is the first hook of a backend's command client: it tracks the
+// client's connections so that markDown can sever them, and reports the
+// errors of commands cut off that way as the shard's ErrShardDown. A
+// severed connection's reads and writes fail with errSevered, which
+// go-redis does not retry (a retry would dial the frozen server and wait
+// ReadTimeout again); dials are not refused, since go-redis's pool would
+// take refusals for a dead server and keep failing for a while after the
+// shard came back.
+type failFast struct{ b *backend }
+
+// errSevered is what the I/O of a connection severed by markDown returns.
+var errSevered = errors.New("redshard: connection severed: the shard was marked down")
+
+func (f failFast) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return f.b.conns.track(conn), nil
+	}
+}
+
+func (f failFast) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err != nil && f.b.down.Load() && !isRedisError(err) && err != redis.Nil {
+			err = f.b.downError()
+			cmd.SetErr(err)
+		}
+		return err
+	}
+}
+
+func (f failFast) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if err != nil && f.b.down.Load() {
+			down := f.b.downError()
+			for _, cmd := range cmds {
+				if e := cmd.Err(); e != nil && !isRedisError(e) && e != redis.Nil {
+					cmd.SetErr(down)
+				}
+			}
+			if !isRedisError(err) {
+				err = down
+			}
+		}
+		return err
+	}
+}
+
+// connSet is a set of open connections that can be closed at once. It is
+// safe for concurrent use; its zero value is empty.
+type connSet struct {
+	mu    sync.Mutex
+	conns map[*notifyConn]struct{} // guarded by mu
+}
+
+// track returns conn wrapped so that it leaves the set when closed.
+func (s *connSet) track(conn net.Conn) net.Conn {
+	nc := &notifyConn{Conn: conn}
+	nc.onClose = func() {
+		s.mu.Lock()
+		delete(s.conns, nc)
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	if s.conns == nil {
+		s.conns = map[*notifyConn]struct{}{}
+	}
+	s.conns[nc] = struct{}{}
+	s.mu.Unlock()
+	if _, ok := conn.(syscall.Conn); ok {
+		return &notifySysConn{nc} // keep go-redis's health check of idle connections working
+	}
+	return nc
+}
+
+// closeAll severs every connection of the set: their I/O fails with
+// errSevered from now on, and they are closed (outside the set's lock:
+// Close calls back into the set).
+func (s *connSet) closeAll() {
+	s.mu.Lock()
+	all := make([]*notifyConn, 0, len(s.conns))
+	for c := range s.conns {
+		all = append(all, c)
+	}
+	s.mu.Unlock()
+	for _, c := range all {
+		c.severed.Store(true)
+		_ = c.Close()
+	}
 }
 
 // dial builds one go-redis client to shard s for the given purpose. It is

@@ -39,12 +39,16 @@ func (t *topology) planSplit(ctx context.Context, cmd redis.Cmder, info command.
 			if err != nil {
 				continue
 			}
-			owners[n] = j
 			if info.Flags&command.Write != 0 {
-				for _, c := range t.recordStandIn(ctx, args, []int{k}, i, j) {
+				caps, ok := t.recordStandIn(ctx, args, []int{k}, i, j)
+				if !ok { // the owner came up meanwhile
+					continue
+				}
+				for _, c := range caps {
 					after = append(after, sub{shard: j, cmd: c})
 				}
 			}
+			owners[n] = j
 		}
 	}
 

@@ -233,3 +233,60 @@ func TestFailoverNeverServesValuesOverwrittenDuringOutage(t *testing.T) {
 		}
 	}
 }
+
+// TestFrozenShardReleasesWaitingCommands: commands already waiting on a
+// frozen shard fail with ErrShardDown as soon as it is marked down, not
+// after ReadTimeout × retries (here 20 s × 3), and default heartbeat
+// settings detect the freeze. The time it took is logged, not asserted.
+func TestFrozenShardReleasesWaitingCommands(t *testing.T) {
+	ctx := context.Background()
+	var shards []redshard.Shard
+	var servers []*redistest.Server
+	for i := range 3 {
+		s := redistest.Start(t)
+		servers = append(servers, s)
+		shards = append(shards, redshard.Shard{Name: fmt.Sprintf("shard-%d", i), Addr: s.Addr()})
+	}
+	events := make(chan redshard.ShardStateChange, 16)
+	c, err := redshard.NewClient(&redshard.Options{
+		Shards:       shards,
+		ShardOptions: &redis.Options{ReadTimeout: 20 * time.Second, WriteTimeout: 20 * time.Second, MaxRetries: 2},
+		Health: &redshard.HealthOptions{OnShardStateChange: func(e redshard.ShardStateChange) {
+			t.Logf("event %s down=%v err=%v", e.Shard, e.Down, e.Err)
+			events <- e
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	victim := keyOn(c, "shard-1", "victim")
+	if err := c.Set(ctx, victim, "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	servers[1].Freeze()
+	defer servers[1].Thaw()
+	frozen := time.Now()
+	const waiting = 16
+	errs := make(chan error, waiting)
+	for range waiting {
+		go func() { errs <- c.Get(ctx, victim).Err() }()
+	}
+	downAt := awaitState(t, events, "shard-1", true)
+	for range waiting {
+		if err := <-errs; !errors.Is(err, redshard.ErrShardDown) {
+			t.Fatalf("a GET waiting on the frozen shard returned %v, want ErrShardDown", err)
+		}
+	}
+	released := time.Now()
+	if err := c.Set(ctx, keyOn(c, "shard-0", "live"), "v", 0).Err(); err != nil {
+		t.Fatalf("a live shard while another is frozen: %v", err)
+	}
+	t.Logf("default heartbeat: frozen shard marked down after %v; %d waiting commands released %v after that",
+		downAt.Sub(frozen).Round(time.Millisecond), waiting, released.Sub(downAt).Round(time.Millisecond))
+	servers[1].Thaw()
+	awaitState(t, events, "shard-1", false)
+	if v, err := c.Get(ctx, victim).Result(); err != nil || v != "v" {
+		t.Fatalf("GET after the thaw = %q, %v", v, err)
+	}
+}
