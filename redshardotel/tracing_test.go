@@ -2,7 +2,7 @@ package redshardotel_test
 
 import (
 	"context"
-	"net"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -16,85 +16,23 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/redshardotel"
 )
 
-// redisotelHook returns a shard hook factory that runs redisotel's tracing
-// hook. redisotel exports no hook value, only InstrumentTracing(rdb), which
-// adds one to a *redis.Client; so each shard gets a client of its own that
-// never connects, InstrumentTracing adds the hook to it, and a last hook
-// added after it hands each command back to the shard client's chain
-// (carried in the context) instead of sending it.
-func redisotelHook(t testing.TB, opts ...redisotel.TracingOption) func(redshard.Shard) redis.Hook {
-	return func(s redshard.Shard) redis.Hook {
-		host := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
-		t.Cleanup(func() { _ = host.Close() })
-		if err := redisotel.InstrumentTracing(host, append(opts, redisotel.WithAttributes(attribute.String("redshard.shard", s.Name)))...); err != nil {
-			t.Errorf("InstrumentTracing: %v", err)
-		}
-		host.AddHook(handBack{})
-		return &hostHook{host: host}
+// traceShards adds redisotel's tracing hook to every shard client of cl,
+// with the shard's name as an attribute.
+func traceShards(t testing.TB, cl *cluster, opts ...redisotel.TracingOption) {
+	t.Helper()
+	err := redshardotel.InstrumentShards(cl.c, func(s redshard.Shard, host *redis.Client) error {
+		return redisotel.InstrumentTracing(host, append(opts, redisotel.WithAttributes(attribute.String("redshard.shard", s.Name)))...)
+	})
+	if err != nil {
+		t.Fatalf("InstrumentShards: %v", err)
 	}
 }
 
-// continuation carries the shard client's own chain through host's hooks.
-type continuation struct {
-	process  redis.ProcessHook
-	pipeline redis.ProcessPipelineHook
-	err      error // what pipeline returned
-}
-
-type contKey struct{}
-
-// hostHook sends a shard client's commands through host's hooks.
-type hostHook struct{ host *redis.Client }
-
-func (h *hostHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *hostHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		return h.host.Process(context.WithValue(ctx, contKey{}, &continuation{process: next}), cmd)
-	}
-}
-
-func (h *hostHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c := &continuation{pipeline: next}
-		ctx = context.WithValue(ctx, contKey{}, c)
-		pipe := h.host.Pipeline()
-		for _, cmd := range cmds {
-			_ = pipe.Process(ctx, cmd)
-		}
-		_, _ = pipe.Exec(ctx) // its error is the first command's; the chain's is c.err
-		return c.err
-	}
-}
-
-// handBack is host's innermost hook: it ends host's chain by calling the
-// shard client's.
-type handBack struct{}
-
-func (handBack) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		return nil, net.ErrClosed // host never connects
-	}
-}
-
-func (handBack) ProcessHook(redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		return ctx.Value(contKey{}).(*continuation).process(ctx, cmd)
-	}
-}
-
-func (handBack) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c := ctx.Value(contKey{}).(*continuation)
-		c.err = c.pipeline(ctx, cmds)
-		return c.err
-	}
-}
-
-// TestTracingOneSpanPerShardCommand checks that a tracing hook added with
-// AddShardHook sees the traffic each shard really gets: an MGET of keys on
+// TestTracingOneSpanPerShardCommand checks that redisotel's tracing hook,
+// added to the shard clients with InstrumentShards (AddShardHook), sees the traffic each shard really gets: an MGET of keys on
 // two shards is two MGET spans, one per shard, children of the caller's
 // span; a cross-shard RENAME, refused before routing, is none.
 func TestTracingOneSpanPerShardCommand(t *testing.T) {
@@ -102,7 +40,7 @@ func TestTracingOneSpanPerShardCommand(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	cl.c.AddShardHook(redisotelHook(t, redisotel.WithTracerProvider(tp), redisotel.WithDBStatement(false)))
+	traceShards(t, cl, redisotel.WithTracerProvider(tp), redisotel.WithDBStatement(false))
 
 	a, b := cl.keyOn(t, "shard-0", "a"), cl.keyOn(t, "shard-1", "b")
 	cl.c.Set(ctx, a, "1", 0)
@@ -196,7 +134,7 @@ func TestTracingHookConcurrent(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	cl.c.AddShardHook(redisotelHook(t, redisotel.WithTracerProvider(tp)))
+	traceShards(t, cl, redisotel.WithTracerProvider(tp))
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
 		wg.Go(func() {
@@ -218,4 +156,90 @@ func TestTracingHookConcurrent(t *testing.T) {
 	if n != 160 {
 		t.Errorf("%d set spans for 160 SETs", n)
 	}
+}
+
+func TestInstrumentShardsErrors(t *testing.T) {
+	cl := newCluster(t, 2, redshard.Options{})
+	noop := func(redshard.Shard, *redis.Client) error { return nil }
+	if err := redshardotel.InstrumentShards(nil, noop); !errors.Is(err, redshardotel.ErrNilClient) {
+		t.Errorf("nil client: %v, want ErrNilClient", err)
+	}
+	if err := redshardotel.InstrumentShards(cl.c, nil); err == nil {
+		t.Error("nil instrument accepted")
+	}
+	// The host never connects: a command sent to it fails, once per shard.
+	err := redshardotel.InstrumentShards(cl.c, func(s redshard.Shard, host *redis.Client) error {
+		return host.Ping(ctx).Err()
+	})
+	if err == nil || !strings.Contains(err.Error(), "shard-0") || !strings.Contains(err.Error(), "shard-1") {
+		t.Errorf("instrument errors: %v, want one per shard", err)
+	}
+	// The client still works.
+	if err := cl.c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInstrumentShardsPassesResults checks that commands, pipelines and
+// transactions through a host return what they would without it, and that
+// a shard added later is instrumented too.
+func TestInstrumentShardsPassesResults(t *testing.T) {
+	cl := newCluster(t, 2, redshard.Options{})
+	var mu sync.Mutex
+	seen := map[string]int{} // shard -> operations its host's hook saw
+	err := redshardotel.InstrumentShards(cl.c, func(s redshard.Shard, host *redis.Client) error {
+		host.AddHook(countHook{fn: func() { mu.Lock(); seen[s.Name]++; mu.Unlock() }})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cl.keyOn(t, "shard-0", "a")
+	cl.c.Set(ctx, a, "1", 0)
+	if got, err := cl.c.Get(ctx, a).Result(); err != nil || got != "1" {
+		t.Fatalf("GET = %q, %v", got, err)
+	}
+	if err := cl.c.Get(ctx, "missing:"+a).Err(); err != redis.Nil {
+		t.Fatalf("GET missing = %v, want redis.Nil", err)
+	}
+	cmds, err := cl.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Incr(ctx, a)
+		p.LPush(ctx, a, "x") // WRONGTYPE
+		return nil
+	})
+	if err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") || cmds[0].(*redis.IntCmd).Val() != 2 {
+		t.Fatalf("pipeline: %v, %v", cmds, err)
+	}
+	tx, err := cl.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Incr(ctx, a)
+		p.Get(ctx, a)
+		return nil
+	})
+	if err != nil || tx[1].(*redis.StringCmd).Val() != "3" {
+		t.Fatalf("transaction: %v, %v", tx, err)
+	}
+
+	extra := newCluster(t, 1, redshard.Options{}).mini["shard-0"]
+	if err := cl.c.SetShards(ctx, append(cl.c.Shards(), redshard.Shard{Name: "shard-new", Addr: extra.Addr()})); err != nil {
+		t.Fatal(err)
+	}
+	cl.c.Set(ctx, cl.keyOn(t, "shard-new", "n"), "v", 0)
+	mu.Lock()
+	defer mu.Unlock()
+	if seen["shard-0"] < 5 || seen["shard-new"] < 1 {
+		t.Errorf("operations seen by the hosts' hooks: %v, want >= 5 on shard-0 and >= 1 on shard-new", seen)
+	}
+}
+
+// countHook calls fn for each command and pipeline.
+type countHook struct{ fn func() }
+
+func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.fn(); return next(ctx, cmd) }
+}
+
+func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.fn(); return next(ctx, cmds) }
 }
