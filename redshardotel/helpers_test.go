@@ -32,8 +32,9 @@ type cluster struct {
 // frozenDetector turns a key hot after a handful of commands, and only
 // when HotKeys or Stats refreshes the hot set: its clock never moves, so
 // nothing decays behind the test's back.
-func frozenDetector() *hotkey.Config {
-	t0 := time.Unix(1_700_000_000, 0)
+func frozenDetector() *hotkey.Config { return frozenDetectorAt(time.Unix(1_700_000_000, 0)) }
+
+func frozenDetectorAt(t0 time.Time) *hotkey.Config {
 	return &hotkey.Config{MinRate: 1, MinShare: 0.05, Now: func() time.Time { return t0 }}
 }
 
