@@ -34,7 +34,8 @@ const (
 var ErrNilClient = errors.New("redshardotel: nil client")
 
 // Instrumentation is the metrics InstrumentMetrics set up for one client.
-// Its methods are safe for concurrent use.
+// Its methods are safe for concurrent use; the zero value instruments
+// nothing, and its Unregister does nothing.
 type Instrumentation struct {
 	reg     metric.Registration
 	stopped atomic.Bool // set by Unregister: the hooks stop recording
@@ -51,7 +52,9 @@ type Instrumentation struct {
 func (in *Instrumentation) Unregister() error {
 	in.once.Do(func() {
 		in.stopped.Store(true)
-		in.err = in.reg.Unregister()
+		if in.reg != nil {
+			in.err = in.reg.Unregister()
+		}
 	})
 	return in.err
 }

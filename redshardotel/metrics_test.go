@@ -3,6 +3,7 @@ package redshardotel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -472,6 +473,140 @@ func waitEvent(t *testing.T, events chan redshard.ShardStateChange, shard string
 			}
 		case <-timeout:
 			t.Fatalf("the monitor did not mark %s down=%v", shard, down)
+		}
+	}
+}
+
+// TestBatches checks pipelines and transactions: one operation each, at
+// both levels, named PIPELINE or MULTI, failed if a command failed.
+func TestBatches(t *testing.T) {
+	cl := newCluster(t, 2, redshard.Options{})
+	a, b := cl.keyOn(t, "shard-0", "a"), cl.keyOn(t, "shard-1", "b")
+	cl.c.Set(ctx, a, "1", 0)
+
+	// One shard: a miss (no failure) and a WRONGTYPE (a failure).
+	_, err := cl.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Get(ctx, "missing:"+a)
+		p.LPush(ctx, a, "x")
+		return nil
+	})
+	if err == nil {
+		t.Fatal("pipeline with a WRONGTYPE succeeded")
+	}
+	// A transaction on one shard, and one across two (refused).
+	if _, err := cl.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Incr(ctx, a)
+		p.Incr(ctx, a)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Incr(ctx, a)
+		p.Incr(ctx, b)
+		return nil
+	}); !errors.Is(err, redshard.ErrCrossShard) {
+		t.Fatalf("transaction across shards: %v, want ErrCrossShard", err)
+	}
+	ms := cl.collect(t)
+	shard0 := server(cl.mini["shard-0"]).with(attrs{"redshard.shard": "shard-0"})
+	for _, tc := range []struct {
+		name, hist string
+		want       attrs
+		n          uint64
+	}{
+		{"pipeline, caller", cmdDuration, attrs{"db.operation.name": "PIPELINE", "error.type": "WRONGTYPE"}, 1},
+		{"pipeline, shard", shardDuration, shard0.with(attrs{"db.operation.name": "PIPELINE", "error.type": "WRONGTYPE"}), 1},
+		{"transaction, caller", cmdDuration, attrs{"db.operation.name": "MULTI", "error.type": "-"}, 1},
+		{"transaction, shard", shardDuration, shard0.with(attrs{"db.operation.name": "MULTI", "error.type": "-"}), 1},
+		{"cross-shard transaction, caller", cmdDuration, attrs{"db.operation.name": "MULTI", "error.type": "redshard.cross_shard"}, 1},
+		{"cross-shard transaction, shards", shardDuration, attrs{"error.type": "redshard.cross_shard"}, 0},
+		{"commands of batches, caller", cmdDuration, attrs{"db.operation.name": "INCR"}, 0},
+		{"commands of batches, shards", shardDuration, attrs{"db.operation.name": "INCR"}, 0},
+	} {
+		if n, _ := ms.count(t, tc.hist, tc.want); n != tc.n {
+			t.Errorf("%s: %d operations match %v, want %d", tc.name, n, tc.want, tc.n)
+		}
+	}
+}
+
+// TestMembershipCounters checks handoff and Rebalance metrics against
+// Stats and the Rebalance report.
+func TestMembershipCounters(t *testing.T) {
+	cl := newCluster(t, 2, redshard.Options{})
+	for i := 0; i < 200; i++ {
+		cl.c.Set(ctx, fmt.Sprintf("user:%d", i), "v", 0)
+	}
+	extra := newCluster(t, 1, redshard.Options{}).mini["shard-0"]
+	if err := cl.c.SetShards(ctx, append(cl.c.Shards(), redshard.Shard{Name: "shard-new", Addr: extra.Addr()})); err != nil {
+		t.Fatal(err)
+	}
+	// A read of a key the new shard now owns brings it over.
+	moved := ""
+	for i := 0; i < 200 && moved == ""; i++ {
+		if k := fmt.Sprintf("user:%d", i); cl.keyOwner(k) == "shard-new" {
+			moved = k
+		}
+	}
+	if got, err := cl.c.Get(ctx, moved).Result(); err != nil || got != "v" {
+		t.Fatalf("GET of a moved key = %q, %v", got, err)
+	}
+	ms := cl.collect(t)
+	st := cl.c.Stats()
+	if v := ms.value(t, "redshard.handoff.active", nil); v != 1 || !st.HandoffActive {
+		t.Errorf("handoff active = %d (Stats: %v), want 1 after SetShards", v, st.HandoffActive)
+	}
+	if v := ms.value(t, "redshard.handoff.moved", nil); v != st.HandoffMoved || v != 1 {
+		t.Errorf("handoff moved = %d, Stats says %d, want 1", v, st.HandoffMoved)
+	}
+
+	rep, err := cl.c.Rebalance(ctx, redshard.RebalanceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms = cl.collect(t)
+	for _, tc := range []struct {
+		name string
+		want int64
+	}{
+		{"redshard.rebalance.running", 0},
+		{"redshard.rebalance.runs", 1},
+		{"redshard.rebalance.epoch", int64(rep.Epoch)},
+		{"redshard.rebalance.scanned", rep.Scanned},
+		{"redshard.rebalance.moved", rep.Moved},
+		{"redshard.rebalance.failed", rep.Failed},
+		{"redshard.rebalance.estimate", rep.Total},
+		{"redshard.handoff.active", 0},
+	} {
+		if v := ms.value(t, tc.name, nil); v != tc.want {
+			t.Errorf("%s = %d, want %d (report %+v)", tc.name, v, tc.want, rep.RebalanceProgress)
+		}
+	}
+	if rep.Moved == 0 || rep.Scanned < 200 {
+		t.Errorf("Rebalance moved %d of %d scanned keys, want some of >= 200", rep.Moved, rep.Scanned)
+	}
+}
+
+// keyOwner is the shard that owns key now.
+func (cl *cluster) keyOwner(key string) string {
+	name, _ := cl.c.ShardFor(key)
+	return name
+}
+
+func TestZeroInstrumentation(t *testing.T) {
+	var in redshardotel.Instrumentation
+	if err := in.Unregister(); err != nil {
+		t.Fatalf("zero Instrumentation's Unregister: %v", err)
+	}
+}
+
+func TestWithAttributesOverridesSystem(t *testing.T) {
+	cl := newCluster(t, 1, redshard.Options{}, redshardotel.WithAttributes(attribute.String("db.system.name", "valkey")))
+	cl.c.Set(ctx, "k", "v", 0)
+	ms := cl.collect(t)
+	for _, h := range []string{shardDuration, cmdDuration} {
+		if n, _ := ms.count(t, h, attrs{"db.system.name": "valkey", "db.operation.name": "SET"}); n != 1 {
+			t.Errorf("%s: %d SETs with db.system.name=valkey, want 1", h, n)
 		}
 	}
 }

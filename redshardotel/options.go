@@ -6,7 +6,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// Option configures InstrumentMetrics.
+// Option configures InstrumentMetrics. Options are applied in order; a
+// nil Option is ignored.
 type Option interface {
 	apply(*config)
 }
@@ -46,8 +47,10 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 }
 
 // WithAttributes adds attrs to every measurement (a service or pool name,
-// say). Keep them constant: they are copied into every series. Default
-// none.
+// say). Keep them constant: they are copied into every series. They
+// override redshardotel's own constant attributes of the same key
+// (db.system.name="valkey", say), not the per-operation ones
+// (db.operation.name, error.type). Default none.
 func WithAttributes(attrs ...attribute.KeyValue) Option {
 	return optionFunc(func(c *config) { c.attrs = append(c.attrs, attrs...) })
 }
