@@ -5,11 +5,16 @@ import (
 	"fmt"
 	"log"
 	"slices"
+	"strings"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/redshard/redshard"
 	"github.com/redshard/redshard/redshardotel"
@@ -116,4 +121,64 @@ func ExampleErrorType() {
 	// ""
 	// "redshard.cross_shard"
 	// "canceled"
+}
+
+// ExampleInstrumentShards traces every shard client with redisotel: an
+// MGET over two shards is one span per shard.
+func ExampleInstrumentShards() {
+	ctx := context.Background()
+	var shards []redshard.Shard
+	for _, name := range []string{"cache-a", "cache-b"} {
+		m, err := miniredis.Run()
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer m.Close()
+		shards = append(shards, redshard.Shard{Name: name, Addr: m.Addr()})
+	}
+	rdb, err := redshard.NewClient(&redshard.Options{Shards: shards})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rdb.Close()
+
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	defer tp.Shutdown(ctx)
+	err = redshardotel.InstrumentShards(rdb, func(s redshard.Shard, host *redis.Client) error {
+		return redisotel.InstrumentTracing(host, redisotel.WithTracerProvider(tp),
+			redisotel.WithAttributes(attribute.String("redshard.shard", s.Name)))
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	a, b := keyOn(rdb, "cache-a"), keyOn(rdb, "cache-b")
+	rdb.MSet(ctx, a, "1", b, "2") // opens a connection to each shard
+	spans.Reset()                 // forget the connections' handshakes
+
+	rdb.MGet(ctx, a, b)
+	var names []string
+	for _, s := range spans.Ended() {
+		for _, kv := range s.Attributes() {
+			if kv.Key == "redshard.shard" {
+				names = append(names, s.Name()+" on "+kv.Value.AsString())
+			}
+		}
+	}
+	slices.Sort(names)
+	fmt.Println(strings.Join(names, "\n"))
+	// Output:
+	// mget on cache-a
+	// mget on cache-b
+}
+
+// keyOn returns a key the named shard owns.
+func keyOn(rdb *redshard.Client, shard string) string {
+	for i := 0; ; i++ {
+		k := fmt.Sprintf("key:%d", i)
+		if name, _ := rdb.ShardFor(k); name == shard {
+			return k
+		}
+	}
 }
