@@ -610,3 +610,24 @@ func TestWithAttributesOverridesSystem(t *testing.T) {
 		}
 	}
 }
+
+// TestCollectAfterClose checks that a collection after the client closed
+// (without Unregister) reports its last state and does not fail.
+func TestCollectAfterClose(t *testing.T) {
+	cl := newCluster(t, 2, hotOptions())
+	cl.c.Set(ctx, "k", "v", 0)
+	if err := cl.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ms := cl.collect(t)
+	if v := ms.value(t, "redshard.ring.epoch", nil); v != 1 {
+		t.Errorf("epoch after Close = %d, want 1", v)
+	}
+	if err := cl.c.Get(ctx, "k").Err(); !errors.Is(err, redis.ErrClosed) {
+		t.Fatalf("GET after Close: %v", err)
+	}
+	ms = cl.collect(t)
+	if n, _ := ms.count(t, cmdDuration, attrs{"db.operation.name": "GET", "error.type": "closed"}); n != 1 {
+		t.Errorf("GET after Close with error.type closed: %d, want 1", n)
+	}
+}
