@@ -34,7 +34,7 @@ const maxPrefix = 32
 // redshard sentinels, matched with errors.Is, give the ErrorType*
 // constants; a reply error from Redis (redis.Error) gives its prefix, the
 // first word of the message in capitals (WRONGTYPE, ERR, NOSCRIPT, ...);
-// cancellation gives "canceled", a deadline or a network timeout
+// redis.ErrClosed gives "closed", cancellation "canceled", a deadline or a network timeout
 // "timeout", and anything else "_OTHER". It is safe for concurrent use.
 func ErrorType(err error) string {
 	switch {
