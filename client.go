@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,24 +32,24 @@ type Client struct {
 	// command set, and its hooks route each command to a shard client.
 	*redis.Client
 
-	opt    Options // copy; Shards replaced by the validated list
+	cfg    *config // resolved Options; immutable
 	closed atomic.Bool
 
-	top atomic.Pointer[topology] // current ring and shard clients
+	top        atomic.Pointer[topology]     // current ring and shard backends
+	shardHooks atomic.Pointer[[]shardHook]  // AddHook/AddShardHook factories, for new shard clients
+	cmdHooks   atomic.Pointer[commandChain] // AddCommandHook chain; nil: none
 
-	mu           sync.Mutex                   // guards the fields below and serialises topology changes
-	hooks        []redis.Hook                 // user hooks, added to every shard client
-	hookSnap     atomic.Pointer[[]redis.Hook] // hooks, for readers that must not take mu
-	retired      []*backend                   // removed shards' backends, closed after a grace period
-	retireTimers []*time.Timer                // the timers that close them
+	mu       sync.Mutex                // guards retiring; serialises topology changes and hook additions
+	retiring map[*retirement]struct{}  // removed shards' backends, closed after a grace period
 
+	flights *flights // shared calls (hot reads, handoffs, loads), cancelled and awaited by Close
 	hot     *hotPath // nil when Options.HotKeys is nil
 	monitor *monitor // nil when health checks are off
 	stats   counters
 	load    loader // GetOrLoad state (load.go); its zero value is ready
 }
 
-// topology is an immutable snapshot of the ring and the shard clients,
+// topology is an immutable snapshot of the ring and the shard backends,
 // aligned: shards[i] is the owner of ring index i.
 type topology struct {
 	epoch  uint64
@@ -70,33 +69,11 @@ type topology struct {
 	gutterTTL time.Duration
 }
 
-// shard is one shard of a topology: its configuration and its backend.
+// shard is one shard of a topology: its configuration (which may differ
+// from its backend's in weight only) and its backend.
 type shard struct {
 	Shard
 	*backend
-}
-
-// backend is one shard's go-redis client and health, shared by every
-// topology in which the shard appears with the same endpoint.
-type backend struct {
-	client *redis.Client
-	down   atomic.Bool // set by the health monitor
-	// downErr is the error commands get while down (built once per outage).
-	downErr atomic.Pointer[shardDownError]
-	outage  outage // keys written to stand-ins while down (Failover)
-
-	closeOnce sync.Once
-	closeErr  error
-}
-
-// close closes the backend's client once.
-func (b *backend) close() error {
-	b.closeOnce.Do(func() {
-		if err := b.client.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
-			b.closeErr = err
-		}
-	})
-	return b.closeErr
 }
 
 // errFrontDial is what the front client's dialer says if anything ever asks
@@ -104,29 +81,25 @@ func (b *backend) close() error {
 var errFrontDial = fmt.Errorf("%w: this connection is not bound to a shard "+
 	"(use Subscribe/SSubscribe with channels of one shard, ShardFor, or ForEachShard)", ErrNotSharded)
 
-// NewClient validates opt and returns a client for its shards. It does not
-// contact the shards: connections are made on first use, as go-redis does.
+// NewClient validates opt (see Options.Validate) and returns a client for
+// its shards. It does not contact the shards: connections are made on
+// first use, as go-redis does.
 func NewClient(opt *Options) (*Client, error) {
-	if opt == nil {
-		return nil, ErrNilOptions
-	}
-	if opt.VnodesPerWeight < 0 {
-		return nil, fmt.Errorf("%w: %d", ErrBadVnodes, opt.VnodesPerWeight)
-	}
-	shards, err := validateShards(opt.Shards)
+	cfg, err := opt.resolve()
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{opt: *opt}
-	if c.opt.Load, err = opt.Load.clone(); err != nil {
-		return nil, err
+	c := &Client{cfg: cfg, retiring: map[*retirement]struct{}{}, flights: newFlights()}
+	if cfg.hot != nil {
+		if c.hot, err = newHotPath(c, cfg.hot); err != nil {
+			return nil, err
+		}
 	}
-	r, err := c.newRing(shards)
-	if err != nil {
-		return nil, err
+	top := &topology{epoch: 1, ring: cfg.ring}
+	if h := cfg.health; !h.Disable && h.Failover {
+		top.gutterTTL = h.GutterTTL
 	}
-	top := &topology{epoch: 1, ring: r, gutterTTL: c.gutterTTL()}
-	top.shards = c.buildShards(r, shards, nil)
+	top.shards = c.buildShards(cfg.ring, cfg.shards, nil)
 	c.top.Store(top)
 
 	c.Client = redis.NewClient(&redis.Options{
@@ -141,43 +114,12 @@ func NewClient(opt *Options) (*Client, error) {
 			return nil, errFrontDial
 		},
 	})
-	if opt.HotKeys != nil {
-		if c.hot, err = newHotPath(c, opt.HotKeys); err != nil {
-			for _, s := range top.shards {
-				_ = s.close()
-			}
-			return nil, err
-		}
-	}
 	c.Client.AddHook(routeHook{c})
 	c.startMonitor()
 	return c, nil
 }
 
-// gutterTTL is the TTL cap of writes to stand-in shards, or 0 when
-// failover is off.
-func (c *Client) gutterTTL() time.Duration {
-	h := c.opt.Health.withDefaults()
-	if h.Disable || !h.Failover {
-		return 0
-	}
-	return h.GutterTTL
-}
-
-// newRing builds the ring of a validated shard list.
-func (c *Client) newRing(shards []Shard) (*ring.Ring, error) {
-	nodes := make([]ring.Node, len(shards))
-	for i, s := range shards {
-		nodes[i] = ring.Node{Name: s.Name, Weight: s.Weight}
-	}
-	r, err := ring.New(nodes, &ring.Config{VnodesPerWeight: c.opt.VnodesPerWeight})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadWeight, err)
-	}
-	return r, nil
-}
-
-// buildShards creates the shard clients of r, reusing those of old whose
+// buildShards creates the backends of r, reusing those of old whose
 // configuration did not change. Caller holds c.mu or owns c exclusively.
 func (c *Client) buildShards(r *ring.Ring, shards []Shard, old *topology) []*shard {
 	cfg := make(map[string]Shard, len(shards))
@@ -192,11 +134,7 @@ func (c *Client) buildShards(r *ring.Ring, shards []Shard, old *topology) []*sha
 			out[i] = &shard{Shard: s, backend: prev.backend}
 			continue
 		}
-		cl := c.opt.newShardClient(s)
-		for _, h := range c.hooks {
-			cl.AddHook(h)
-		}
-		out[i] = &shard{Shard: s, backend: &backend{client: cl}}
+		out[i] = &shard{Shard: s, backend: c.newBackend(s)}
 	}
 	return out
 }
@@ -226,38 +164,47 @@ func (c *Client) topology() (*topology, error) {
 	return c.top.Load(), nil
 }
 
-// Close closes every shard client and the front client. Commands issued
-// after Close return redis.ErrClosed. Close is idempotent.
+// Close cancels the shared calls redshard runs for its callers (hot-key
+// reads, handoffs, GetOrLoad loads) and waits for them, stops the health
+// monitor, and closes every client redshard opened to a shard and the
+// front client. Commands issued after Close return redis.ErrClosed. Close
+// is idempotent.
 func (c *Client) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	c.flights.close()
 	if c.monitor != nil {
 		c.monitor.close()
 	}
-	if c.hot != nil {
-		c.hot.close()
-	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, t := range c.retireTimers {
-		t.Stop()
-	}
 	top := c.top.Load()
 	all := top.sources()
 	if top.handoff != nil {
 		all = append(all, top.handoff.from.shards...)
 	}
+	for r := range c.retiring {
+		r.timer.Stop()
+		for _, b := range r.backends {
+			all = append(all, &shard{Shard: b.shard, backend: b})
+		}
+	}
+	clear(c.retiring)
+	c.mu.Unlock()
+
 	var errs []error
+	seen := map[*backend]bool{}
 	for _, s := range all {
+		if seen[s.backend] {
+			continue
+		}
+		seen[s.backend] = true
 		if err := s.close(); err != nil {
 			errs = append(errs, fmt.Errorf("redshard: closing shard %s: %w", s.Shard, err))
 		}
 	}
-	for _, b := range c.retired {
-		if err := b.close(); err != nil {
-			errs = append(errs, fmt.Errorf("redshard: closing a removed shard: %w", err))
-		}
+	if c.hot != nil {
+		c.hot.close()
 	}
 	if err := c.Client.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
 		errs = append(errs, err)
@@ -312,35 +259,6 @@ func (c *Client) ForEachShard(ctx context.Context, fn func(ctx context.Context, 
 	return g.Wait()
 }
 
-// AddHook adds hook to every shard client, now and after later membership
-// changes, so tracing and metrics hooks (redisotel, for example) see the
-// traffic that really reaches each server: a split MGET is seen as one MGET
-// per shard, a fanned-out DBSIZE as one DBSIZE per shard, a tracked hot-key
-// read as the pipeline that carries it. Hooks do not see the caller's
-// command before routing, nor reads answered from the local cache, and
-// their DialHook dials real shards.
-func (c *Client) AddHook(hook redis.Hook) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.hooks = append(c.hooks, hook)
-	snap := slices.Clone(c.hooks)
-	c.hookSnap.Store(&snap)
-	for _, s := range c.top.Load().sources() {
-		s.client.AddHook(hook)
-	}
-	if c.hot != nil {
-		c.hot.addHook(hook) // the clients that send tracked hot reads
-	}
-}
-
-// userHooks returns the hooks added so far without taking c.mu.
-func (c *Client) userHooks() []redis.Hook {
-	if p := c.hookSnap.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
 // PoolStats returns the connection pool statistics summed over the shards.
 func (c *Client) PoolStats() *redis.PoolStats {
 	var sum redis.PoolStats
@@ -366,7 +284,7 @@ func (c *Client) PoolStats() *redis.PoolStats {
 // (Options.ShardOptions, with an empty Addr). Each shard's own client, and
 // its options, are available through ShardClient.
 func (c *Client) Options() *redis.Options {
-	o := c.opt.shardOptions(Shard{})
+	o := c.cfg.opt.shardOptions(Shard{})
 	o.Addr = ""
 	return o
 }

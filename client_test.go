@@ -493,11 +493,11 @@ func TestNewClientRejectsBadOptions(t *testing.T) {
 		{"empty addr", &redshard.Options{Shards: []redshard.Shard{{Name: "a"}}}, redshard.ErrEmptyAddr},
 		{"duplicate name", &redshard.Options{Shards: []redshard.Shard{ok, {Name: "a", Addr: "127.0.0.1:2"}}}, redshard.ErrDuplicateName},
 		{"duplicate addr", &redshard.Options{Shards: []redshard.Shard{ok, {Name: "b", Addr: "127.0.0.1:1"}}}, redshard.ErrDuplicateAddr},
-		{"negative weight", &redshard.Options{Shards: []redshard.Shard{{Name: "a", Addr: "x:1", Weight: -1}}}, redshard.ErrBadWeight},
-		{"NaN weight", &redshard.Options{Shards: []redshard.Shard{{Name: "a", Addr: "x:1", Weight: math.NaN()}}}, redshard.ErrBadWeight},
-		{"Inf weight", &redshard.Options{Shards: []redshard.Shard{{Name: "a", Addr: "x:1", Weight: math.Inf(1)}}}, redshard.ErrBadWeight},
-		{"absurd weight", &redshard.Options{Shards: []redshard.Shard{{Name: "a", Addr: "x:1", Weight: 1e15}}}, redshard.ErrBadWeight},
-		{"negative vnodes", &redshard.Options{Shards: []redshard.Shard{ok}, VnodesPerWeight: -1}, redshard.ErrBadVnodes},
+		{"negative weight", &redshard.Options{Shards: []redshard.Shard{{Name: "a", Addr: "x:1", Weight: -1}}}, redshard.ErrInvalidWeight},
+		{"NaN weight", &redshard.Options{Shards: []redshard.Shard{{Name: "a", Addr: "x:1", Weight: math.NaN()}}}, redshard.ErrInvalidWeight},
+		{"Inf weight", &redshard.Options{Shards: []redshard.Shard{{Name: "a", Addr: "x:1", Weight: math.Inf(1)}}}, redshard.ErrInvalidWeight},
+		{"absurd weight", &redshard.Options{Shards: []redshard.Shard{{Name: "a", Addr: "x:1", Weight: 1e15}}}, redshard.ErrInvalidWeight},
+		{"negative vnodes", &redshard.Options{Shards: []redshard.Shard{ok}, VnodesPerWeight: -1}, redshard.ErrInvalidVnodes},
 		{"sentinel without master", &redshard.Options{Shards: []redshard.Shard{{Name: "a", Failover: &redis.FailoverOptions{}}}}, redshard.ErrEmptyAddr},
 	}
 	for _, tc := range tests {

@@ -37,7 +37,8 @@ import (
 //	  "db": 0,
 //	  "tls": false,                                  // TLS 1.2+, server name from each addr
 //	  "pool_size": 0, "dial_timeout": "5s", "read_timeout": "3s", "write_timeout": "3s",
-//	  "handoff_window": "10m",                       // Options.HandoffWindow; negative turns handoff off
+//	  "handoff_window": "10m",                       // Options.HandoffWindow
+//	  "disable_handoff": false,                      // Options.DisableHandoff
 //	  "health": {                                    // Options.Health
 //	    "disable": false, "interval": "500ms", "timeout": "500ms",
 //	    "failure_threshold": 2, "recovery_threshold": 2,
@@ -60,10 +61,10 @@ import (
 // Options.ShardOptions, the template of every shard's client; when none of
 // them is set ShardOptions is nil (go-redis defaults).
 //
-// Invalid shard lists and settings are reported with NewClient's sentinel
-// errors (ErrNoShards, ErrDuplicateName, ErrEmptyAddr, ErrBadWeight,
-// ErrBadVnodes, ErrBadHotKeyOptions, ...), wrapped with the file and the
-// field; match them with errors.Is.
+// The options are then validated exactly as NewClient validates them (see
+// Options.Validate); errors match its sentinels (ErrInvalidOptions,
+// ErrNoShards, ErrDuplicateName, ErrInvalidWeight, ErrInvalidHealthOptions,
+// ...) and name the file and the field as the file spells it.
 func LoadConfig(path string) (*Options, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -90,6 +91,7 @@ type fileConfig struct {
 	ReadTimeout     string       `json:"read_timeout"`
 	WriteTimeout    string       `json:"write_timeout"`
 	HandoffWindow   string       `json:"handoff_window"`
+	DisableHandoff  bool         `json:"disable_handoff"`
 	Health          *fileHealth  `json:"health"`
 	HotKeys         *fileHotKeys `json:"hot_keys"`
 }
@@ -140,18 +142,12 @@ func parseConfig(data []byte) (*Options, error) {
 		return nil, fmt.Errorf("unexpected data after the JSON object at %s", position(data, dec.InputOffset()))
 	}
 
-	opt := &Options{VnodesPerWeight: fc.VnodesPerWeight}
-	if fc.VnodesPerWeight < 0 {
-		return nil, fmt.Errorf("vnodes_per_weight: %w: %d", ErrBadVnodes, fc.VnodesPerWeight)
-	}
+	opt := &Options{VnodesPerWeight: fc.VnodesPerWeight, DisableHandoff: fc.DisableHandoff}
 	if fc.Shards == nil {
 		return nil, fmt.Errorf("shards: %w (the field is required)", ErrNoShards)
 	}
 	for _, s := range fc.Shards {
 		opt.Shards = append(opt.Shards, Shard{Name: s.Name, Addr: s.Addr, Weight: s.Weight})
-	}
-	if _, err := validateShards(opt.Shards); err != nil {
-		return nil, fmt.Errorf("shards: %w", err)
 	}
 
 	d := durations{}
@@ -159,15 +155,16 @@ func parseConfig(data []byte) (*Options, error) {
 		Username:     fc.Username,
 		DB:           fc.DB,
 		PoolSize:     fc.PoolSize,
-		DialTimeout:  d.parse("dial_timeout", fc.DialTimeout, false),
-		ReadTimeout:  d.parse("read_timeout", fc.ReadTimeout, false),
-		WriteTimeout: d.parse("write_timeout", fc.WriteTimeout, false),
+		DialTimeout:  d.parse("dial_timeout", fc.DialTimeout),
+		ReadTimeout:  d.parse("read_timeout", fc.ReadTimeout),
+		WriteTimeout: d.parse("write_timeout", fc.WriteTimeout),
 	}
-	opt.HandoffWindow = d.parse("handoff_window", fc.HandoffWindow, true)
-	if d.err != nil {
-		return nil, d.err
-	}
+	opt.HandoffWindow = d.parse("handoff_window", fc.HandoffWindow)
 	switch {
+	case d.err != nil:
+		return nil, d.err
+	case so.DialTimeout < 0 || so.ReadTimeout < 0 || so.WriteTimeout < 0:
+		return nil, errors.New("dial_timeout, read_timeout, write_timeout: must not be negative")
 	case fc.DB < 0:
 		return nil, fmt.Errorf("db: %d is negative", fc.DB)
 	case fc.PoolSize < 0:
@@ -198,48 +195,71 @@ func parseConfig(data []byte) (*Options, error) {
 		opt.Health = h
 	}
 	if fc.HotKeys != nil {
-		h, err := fc.HotKeys.options(len(opt.Shards))
+		h, err := fc.HotKeys.options()
 		if err != nil {
 			return nil, err
 		}
 		opt.HotKeys = h
 	}
+	// Everything else is checked where NewClient checks it.
+	if err := opt.Validate(); err != nil {
+		var oe *optionError
+		if errors.As(err, &oe) && oe.field != "" {
+			return nil, fmt.Errorf("%s: %w", jsonField(oe.field), err)
+		}
+		return nil, err
+	}
 	return opt, nil
+}
+
+// jsonField names an Options field ("Health.GutterTTL", "Shards[2].Weight")
+// as the configuration file spells it ("health.gutter_ttl",
+// "shards[2].weight").
+func jsonField(field string) string {
+	var b strings.Builder
+	rs := []rune(field)
+	for i, r := range rs {
+		upper := r >= 'A' && r <= 'Z'
+		if upper && i > 0 && rs[i-1] != '.' {
+			prevLower := rs[i-1] >= 'a' && rs[i-1] <= 'z' || rs[i-1] >= '0' && rs[i-1] <= '9'
+			nextLower := i+1 < len(rs) && rs[i+1] >= 'a' && rs[i+1] <= 'z'
+			if prevLower || (nextLower && rs[i-1] >= 'A' && rs[i-1] <= 'Z') {
+				b.WriteByte('_')
+			}
+		}
+		if upper {
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func (fh *fileHealth) options() (*HealthOptions, error) {
 	d := durations{}
 	h := &HealthOptions{
 		Disable:           fh.Disable,
-		Interval:          d.parse("health.interval", fh.Interval, false),
-		Timeout:           d.parse("health.timeout", fh.Timeout, false),
+		Interval:          d.parse("health.interval", fh.Interval),
+		Timeout:           d.parse("health.timeout", fh.Timeout),
 		FailureThreshold:  fh.FailureThreshold,
 		RecoveryThreshold: fh.RecoveryThreshold,
 		Failover:          fh.Failover,
-		GutterTTL:         d.parse("health.gutter_ttl", fh.GutterTTL, false),
+		GutterTTL:         d.parse("health.gutter_ttl", fh.GutterTTL),
 	}
-	switch {
-	case d.err != nil:
-		return nil, d.err
-	case fh.FailureThreshold < 0:
-		return nil, fmt.Errorf("health.failure_threshold: %d is negative", fh.FailureThreshold)
-	case fh.RecoveryThreshold < 0:
-		return nil, fmt.Errorf("health.recovery_threshold: %d is negative", fh.RecoveryThreshold)
-	}
-	return h, nil
+	return h, d.err
 }
 
-func (fh *fileHotKeys) options(shards int) (*HotKeyOptions, error) {
+func (fh *fileHotKeys) options() (*HotKeyOptions, error) {
 	h := &HotKeyOptions{CacheBytes: fh.CacheBytes, Copies: fh.Copies}
 	switch strings.ToLower(fh.Mitigation) {
 	case "local-cache", "localcache":
 		h.Mitigation = LocalCache
-	case "split":
-		h.Mitigation = Split
+	case "split", "split-copies":
+		h.Mitigation = SplitCopies
 	case "":
-		return nil, fmt.Errorf("hot_keys.mitigation: %w: required: \"local-cache\" or \"split\"", ErrBadHotKeyOptions)
+		return nil, fmt.Errorf("hot_keys.mitigation: %w", invalid(ErrInvalidHotKeyOptions, "HotKeys.Mitigation", `required: "local-cache" or "split"`))
 	default:
-		return nil, fmt.Errorf("hot_keys.mitigation: %w: %q: want \"local-cache\" or \"split\"", ErrBadHotKeyOptions, fh.Mitigation)
+		return nil, fmt.Errorf("hot_keys.mitigation: %w", invalid(ErrInvalidHotKeyOptions, "HotKeys.Mitigation", `%q: want "local-cache" or "split"`, fh.Mitigation))
 	}
 	switch strings.ToLower(fh.Tracking) {
 	case "", "auto":
@@ -249,48 +269,34 @@ func (fh *fileHotKeys) options(shards int) (*HotKeyOptions, error) {
 	case "on":
 		h.Tracking = TrackingOn
 	default:
-		return nil, fmt.Errorf("hot_keys.tracking: %w: %q: want \"auto\", \"off\" or \"on\"", ErrBadHotKeyOptions, fh.Tracking)
+		return nil, fmt.Errorf("hot_keys.tracking: %w", invalid(ErrInvalidHotKeyOptions, "HotKeys.Tracking", `%q: want "auto", "off" or "on"`, fh.Tracking))
 	}
 	d := durations{}
-	h.MaxStaleness = d.parse("hot_keys.max_staleness", fh.MaxStaleness, false)
+	h.MaxStaleness = d.parse("hot_keys.max_staleness", fh.MaxStaleness)
 	if fd := fh.Detector; fd != nil {
 		h.Detector = &hotkey.Config{
-			Window:     d.parse("hot_keys.detector.window", fd.Window, false),
+			Window:     d.parse("hot_keys.detector.window", fd.Window),
 			MinRate:    fd.MinRate,
 			MinShare:   fd.MinShare,
 			Capacity:   fd.Capacity,
 			Hysteresis: fd.Hysteresis,
 		}
 	}
-	if d.err != nil {
-		return nil, d.err
-	}
-	if _, err := h.resolve(shards); err != nil {
-		return nil, fmt.Errorf("hot_keys: %w", err)
-	}
-	if h.Detector != nil {
-		if _, err := hotkey.New(h.Detector); err != nil {
-			return nil, fmt.Errorf("hot_keys.detector: %w: %w", ErrBadHotKeyOptions, err)
-		}
-	}
-	return h, nil
+	return h, d.err
 }
 
 // durations parses duration fields and keeps the first error.
 type durations struct{ err error }
 
-// parse returns the duration s names ("" is 0). Negative durations are an
-// error unless negativeOK.
-func (d *durations) parse(field, s string, negativeOK bool) time.Duration {
+// parse returns the duration s names ("" is 0). Its range is checked with
+// the rest of the options.
+func (d *durations) parse(field, s string) time.Duration {
 	if s == "" || d.err != nil {
 		return 0
 	}
 	v, err := time.ParseDuration(s)
-	switch {
-	case err != nil:
+	if err != nil {
 		d.err = fmt.Errorf("%s: %q is not a duration (write it like \"500ms\" or \"10m\")", field, s)
-	case v < 0 && !negativeOK:
-		d.err = fmt.Errorf("%s: %s is negative", field, s)
 	}
 	return v
 }

@@ -79,7 +79,7 @@ func TestLoadConfigGood(t *testing.T) {
 		t.Errorf("Health = %+v", h)
 	}
 	hk := opt.HotKeys
-	if hk == nil || hk.Mitigation != redshard.Split || hk.MaxStaleness != 2*time.Second || hk.Copies != 2 ||
+	if hk == nil || hk.Mitigation != redshard.SplitCopies || hk.MaxStaleness != 2*time.Second || hk.Copies != 2 ||
 		hk.Detector == nil || hk.Detector.Window != 5*time.Second || hk.Detector.MinRate != 50 || hk.Detector.MinShare != 0.02 {
 		t.Errorf("HotKeys = %+v", hk)
 	}
@@ -123,11 +123,11 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"empty shards", `{"shards": []}`, []string{"shards"}, redshard.ErrNoShards},
 		{"duplicate name", `{"shards": [{"name": "a", "addr": "x:1"}, {"name": "a", "addr": "x:2"}]}`, []string{"shards", `"a"`}, redshard.ErrDuplicateName},
 		{"empty addr", `{"shards": [{"name": "a"}]}`, []string{"shards", `"a"`}, redshard.ErrEmptyAddr},
-		{"negative weight", `{"shards": [{"name": "a", "addr": "x:1", "weight": -1}]}`, []string{"shards"}, redshard.ErrBadWeight},
-		{"negative vnodes", `{"shards": [{"name": "a", "addr": "x:1"}], "vnodes_per_weight": -5}`, []string{"vnodes_per_weight"}, redshard.ErrBadVnodes},
-		{"bad mitigation", `{"shards": [{"name": "a", "addr": "x:1"}], "hot_keys": {"mitigation": "magic"}}`, []string{"hot_keys.mitigation", `"magic"`}, redshard.ErrBadHotKeyOptions},
-		{"too many copies", `{"shards": [{"name": "a", "addr": "x:1"}], "hot_keys": {"mitigation": "split", "copies": 3}}`, []string{"hot_keys", "Copies"}, redshard.ErrBadHotKeyOptions},
-		{"bad detector", `{"shards": [{"name": "a", "addr": "x:1"}], "hot_keys": {"mitigation": "split", "detector": {"min_share": 2}}}`, []string{"hot_keys.detector"}, redshard.ErrBadHotKeyOptions},
+		{"negative weight", `{"shards": [{"name": "a", "addr": "x:1", "weight": -1}]}`, []string{"shards"}, redshard.ErrInvalidWeight},
+		{"negative vnodes", `{"shards": [{"name": "a", "addr": "x:1"}], "vnodes_per_weight": -5}`, []string{"vnodes_per_weight"}, redshard.ErrInvalidVnodes},
+		{"bad mitigation", `{"shards": [{"name": "a", "addr": "x:1"}], "hot_keys": {"mitigation": "magic"}}`, []string{"hot_keys.mitigation", `"magic"`}, redshard.ErrInvalidHotKeyOptions},
+		{"too many copies", `{"shards": [{"name": "a", "addr": "x:1"}], "hot_keys": {"mitigation": "split", "copies": 3}}`, []string{"hot_keys", "Copies"}, redshard.ErrInvalidHotKeyOptions},
+		{"bad detector", `{"shards": [{"name": "a", "addr": "x:1"}], "hot_keys": {"mitigation": "split", "detector": {"min_share": 2}}}`, []string{"hot_keys.detector"}, redshard.ErrInvalidHotKeyOptions},
 		{"unset password variable", `{"shards": [{"name": "a", "addr": "x:1"}], "password_env": "REDSHARD_TEST_UNSET_VARIABLE"}`, []string{"password_env", "REDSHARD_TEST_UNSET_VARIABLE", "not set"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

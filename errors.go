@@ -1,10 +1,20 @@
 package redshard
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
-// Configuration errors, returned (wrapped, with the shard they concern) by
-// NewClient. Match them with errors.Is.
+// Every sentinel error of the package is declared here. Errors returned by
+// redshard wrap one of them with context (which shard, which key, which
+// field); match them with errors.Is.
+
+// Configuration errors, returned by NewClient, SetShards, Options.Validate,
+// RebalanceOptions.Validate and LoadConfig. Each also matches
+// ErrInvalidOptions, and its message names the field.
 var (
+	// ErrInvalidOptions is matched by every configuration error.
+	ErrInvalidOptions = errors.New("redshard: invalid options")
 	// ErrNilOptions is returned by NewClient when opt is nil.
 	ErrNilOptions = errors.New("redshard: nil Options")
 	// ErrNoShards is returned when Options.Shards is empty.
@@ -13,16 +23,32 @@ var (
 	ErrEmptyName = errors.New("redshard: empty shard name")
 	// ErrDuplicateName is returned when two shards share a Name.
 	ErrDuplicateName = errors.New("redshard: duplicate shard name")
-	// ErrEmptyAddr is returned for a shard with neither an Addr nor a Failover configuration.
+	// ErrEmptyAddr is returned for a shard with neither an Addr nor a
+	// Failover configuration with a MasterName.
 	ErrEmptyAddr = errors.New("redshard: empty shard address")
-	// ErrDuplicateAddr is returned when two shards point at the same address.
+	// ErrDuplicateAddr is returned when two shards point at the same server
+	// (the same address, or the same Sentinel master).
 	ErrDuplicateAddr = errors.New("redshard: duplicate shard address")
-	// ErrBadWeight is returned for a negative, NaN or infinite Weight, or one so
-	// large the ring would need an unreasonable number of points.
-	ErrBadWeight = errors.New("redshard: bad shard weight")
-	// ErrBadVnodes is returned for a negative Options.VnodesPerWeight.
-	ErrBadVnodes = errors.New("redshard: bad VnodesPerWeight")
+	// ErrInvalidWeight is returned for a negative, NaN or infinite Weight,
+	// or one so large the ring would need an unreasonable number of points.
+	ErrInvalidWeight = errors.New("redshard: invalid shard weight")
+	// ErrInvalidVnodes is returned for a negative Options.VnodesPerWeight.
+	ErrInvalidVnodes = errors.New("redshard: invalid VnodesPerWeight")
+	// ErrInvalidHealthOptions is returned for invalid Options.Health.
+	ErrInvalidHealthOptions = errors.New("redshard: invalid HealthOptions")
+	// ErrInvalidHotKeyOptions is returned for invalid Options.HotKeys.
+	ErrInvalidHotKeyOptions = errors.New("redshard: invalid HotKeyOptions")
+	// ErrInvalidLoadOptions is returned for invalid Options.Load.
+	ErrInvalidLoadOptions = errors.New("redshard: invalid LoadOptions")
+	// ErrInvalidRebalanceOptions is returned by Rebalance and
+	// RebalanceOptions.Validate for invalid RebalanceOptions.
+	ErrInvalidRebalanceOptions = errors.New("redshard: invalid RebalanceOptions")
 )
+
+// ErrInvalidArgument is returned by a method called with an argument that
+// can never succeed (GetOrLoad with an empty key, a nil load function or a
+// negative ttl).
+var ErrInvalidArgument = errors.New("redshard: invalid argument")
 
 // Routing errors. A command that cannot be answered correctly across shards
 // fails with one of these before anything is sent.
@@ -40,3 +66,38 @@ var (
 	// with ShardFor or ForEachShard.
 	ErrUnknownCommand = errors.New("redshard: unknown command")
 )
+
+// Membership and health errors.
+var (
+	// ErrShardDown is returned, wrapped with the shard's name and address,
+	// for commands whose shard the health monitor has marked down, unless
+	// HealthOptions.Failover sends them to a stand-in shard.
+	ErrShardDown = errors.New("redshard: shard is down")
+	// ErrHandoffInProgress is returned by SetShards while the previous
+	// change is still being handed off: run Rebalance (or EndHandoff) first,
+	// or wait for Options.HandoffWindow to pass.
+	ErrHandoffInProgress = errors.New("redshard: the previous membership change is still being handed off")
+)
+
+// optionError is an invalid configuration value. Its message names the
+// field as Go code spells it ("Health.Interval", "Shards[2].Weight"), and it
+// matches both its kind and ErrInvalidOptions.
+type optionError struct {
+	kind  error  // the specific sentinel: ErrInvalidHealthOptions, ...
+	field string // "Health.Interval"; empty for the whole list
+	msg   string
+}
+
+func (e *optionError) Error() string {
+	if e.field == "" {
+		return fmt.Sprintf("%v: %s", e.kind, e.msg)
+	}
+	return fmt.Sprintf("%v: %s: %s", e.kind, e.field, e.msg)
+}
+
+func (e *optionError) Unwrap() []error { return []error{e.kind, ErrInvalidOptions} }
+
+// invalid builds an optionError.
+func invalid(kind error, field, format string, args ...any) error {
+	return &optionError{kind: kind, field: field, msg: fmt.Sprintf(format, args...)}
+}

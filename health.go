@@ -2,24 +2,17 @@ package redshard
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/redshard/redshard/internal/command"
 )
 
-// ErrShardDown is returned, wrapped with the shard's name and address, for
-// commands whose shard the health monitor has marked down, unless
-// HealthOptions.Failover sends them to a stand-in shard.
-var ErrShardDown = errors.New("redshard: shard is down")
-
 // HealthOptions configures the per-shard heartbeat. The zero value is
-// usable; a nil Options.Health means the defaults below.
+// usable; a nil Options.Health means the defaults below. Values too small
+// to mean anything (an Interval or Timeout under 10ms) are errors.
 type HealthOptions struct {
 	// Disable turns the heartbeat off: shards are never marked down and a
 	// dead shard's commands fail however go-redis fails them (dial errors,
@@ -27,20 +20,20 @@ type HealthOptions struct {
 	Disable bool
 
 	// Interval between heartbeats (a PING on a dedicated connection per
-	// shard). Zero means 500ms.
+	// shard). At least 10ms. Default 500ms.
 	Interval time.Duration
 
 	// Timeout of one heartbeat: a shard that does not answer within it has
 	// failed the heartbeat (a frozen host is detected by this, not by a
-	// pool timeout). Zero means Interval.
+	// pool timeout). At least 10ms. Default Interval.
 	Timeout time.Duration
 
 	// FailureThreshold is the number of consecutive failed heartbeats that
-	// mark a shard down. Zero means 2.
+	// mark a shard down. Default 2.
 	FailureThreshold int
 
 	// RecoveryThreshold is the number of consecutive good heartbeats that
-	// mark a down shard up again. Zero means 2.
+	// mark a down shard up again. Default 2.
 	RecoveryThreshold int
 
 	// Failover, for cache workloads, sends a down shard's commands to the
@@ -53,8 +46,8 @@ type HealthOptions struct {
 	// lost or served stale should fail fast instead.
 	Failover bool
 
-	// GutterTTL caps the TTL of keys written to a stand-in shard. Zero
-	// means 30s.
+	// GutterTTL caps the TTL of keys written to a stand-in shard. At least
+	// 1ms. Default 30s.
 	GutterTTL time.Duration
 
 	// OnShardStateChange, if set, is called (from the monitor's goroutine,
@@ -73,58 +66,26 @@ type ShardStateChange struct {
 
 const maxOutageKeys = 1 << 20
 
-func (o *HealthOptions) withDefaults() HealthOptions {
-	var h HealthOptions
-	if o != nil {
-		h = *o
-	}
-	if h.Interval <= 0 {
-		h.Interval = 500 * time.Millisecond
-	}
-	if h.Timeout <= 0 {
-		h.Timeout = h.Interval
-	}
-	if h.FailureThreshold <= 0 {
-		h.FailureThreshold = 2
-	}
-	if h.RecoveryThreshold <= 0 {
-		h.RecoveryThreshold = 2
-	}
-	if h.GutterTTL <= 0 {
-		h.GutterTTL = 30 * time.Second
-	}
-	return h
-}
-
-// probe is the heartbeat state of one backend. Only the monitor goroutine
-// touches fails, oks and hb.
-type probe struct {
-	hb         *redis.Client // dedicated heartbeat connection; nil: use the backend's client
-	fails, oks int
-	lastErr    error
-}
-
 // outage records the keys written to stand-in shards while a shard is down.
 type outage struct {
 	mu sync.Mutex
 	on map[string]*backend // guarded by mu: key -> the stand-in it was written to
 }
 
-// monitor pings every shard on a ticker until Close.
+// monitor pings every shard on a ticker until Close. The heartbeat state
+// it keeps lives in each backend.
 type monitor struct {
-	c      *Client
-	opt    HealthOptions
-	stop   chan struct{}
-	done   chan struct{}
-	probes map[*backend]*probe // owned by the monitor goroutine
+	c    *Client
+	opt  HealthOptions
+	stop chan struct{}
+	done chan struct{}
 }
 
 func (c *Client) startMonitor() {
-	opt := c.opt.Health.withDefaults()
-	if opt.Disable {
+	if c.cfg.health.Disable {
 		return
 	}
-	m := &monitor{c: c, opt: opt, stop: make(chan struct{}), done: make(chan struct{}), probes: map[*backend]*probe{}}
+	m := &monitor{c: c, opt: c.cfg.health, stop: make(chan struct{}), done: make(chan struct{})}
 	c.monitor = m
 	go m.run()
 }
@@ -133,11 +94,6 @@ func (c *Client) startMonitor() {
 func (m *monitor) close() {
 	close(m.stop)
 	<-m.done
-	for _, p := range m.probes {
-		if p.hb != nil {
-			_ = p.hb.Close()
-		}
-	}
 }
 
 func (m *monitor) run() {
@@ -154,21 +110,14 @@ func (m *monitor) run() {
 	}
 }
 
-// tick pings every backend of the current topology in parallel and applies
-// the thresholds.
+// tick pings every backend of the current topology in parallel, on its
+// own heartbeat connection (so a heartbeat never waits behind the shard's
+// pool), and applies the thresholds.
 func (m *monitor) tick() {
 	top := m.c.top.Load()
 	live := map[*backend]*shard{}
 	for _, s := range top.sources() {
 		live[s.backend] = s
-	}
-	for b, p := range m.probes { // forget backends that left
-		if _, ok := live[b]; !ok {
-			if p.hb != nil {
-				_ = p.hb.Close()
-			}
-			delete(m.probes, b)
-		}
 	}
 	type result struct {
 		s   *shard
@@ -176,19 +125,15 @@ func (m *monitor) tick() {
 	}
 	results := make(chan result, len(live))
 	for b, s := range live {
-		p := m.probes[b]
-		if p == nil {
-			p = &probe{hb: m.heartbeatClient(s)}
-			m.probes[b] = p
-		}
 		go func() {
+			hb := b.heartbeatClient()
+			if hb == nil {
+				results <- result{s, redis.ErrClosed}
+				return
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), m.opt.Timeout)
 			defer cancel()
-			c := p.hb
-			if c == nil {
-				c = b.client
-			}
-			results <- result{s, c.Ping(ctx).Err()}
+			results <- result{s, hb.Ping(ctx).Err()}
 		}()
 	}
 	for range live {
@@ -197,40 +142,22 @@ func (m *monitor) tick() {
 	}
 }
 
-// heartbeatClient opens a one-connection client with short timeouts to the
-// shard, so a heartbeat never waits behind the shard's own pool. Sentinel
-// shards are pinged through their own client.
-func (m *monitor) heartbeatClient(s *shard) *redis.Client {
-	if s.Failover != nil {
-		return nil
-	}
-	o := m.c.opt.shardOptions(s.Shard)
-	timeout := m.opt.Timeout
-	o.PoolSize, o.MinIdleConns, o.MaxIdleConns, o.MaxActiveConns = 1, 0, 1, 1
-	o.MaxRetries = -1
-	o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = timeout, timeout, timeout, timeout
-	o.ContextTimeoutEnabled = true
-	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	return redis.NewClient(o)
-}
-
 func (m *monitor) apply(top *topology, s *shard, err error) {
-	p := m.probes[s.backend]
 	b := s.backend
 	if err != nil {
-		p.fails, p.oks, p.lastErr = p.fails+1, 0, err
-		if !b.down.Load() && p.fails >= m.opt.FailureThreshold {
+		b.fails, b.oks, b.lastErr = b.fails+1, 0, err
+		if !b.down.Load() && b.fails >= m.opt.FailureThreshold {
 			b.downErr.Store(&shardDownError{shard: s.Shard, cause: err})
 			b.down.Store(true)
 			m.notify(s, true, err)
 		}
 		return
 	}
-	p.fails, p.oks = 0, p.oks+1
-	if b.down.Load() && p.oks >= m.opt.RecoveryThreshold {
+	b.fails, b.oks = 0, b.oks+1
+	if b.down.Load() && b.oks >= m.opt.RecoveryThreshold {
 		if m.opt.Failover {
 			if err := m.c.cleanOutage(top, b); err != nil {
-				p.oks, p.lastErr = 0, err // try again on the next heartbeat
+				b.oks, b.lastErr = 0, err // try again on the next heartbeat
 				return
 			}
 		}
@@ -246,26 +173,6 @@ func (m *monitor) notify(s *shard, down bool, err error) {
 	if f := m.opt.OnShardStateChange; f != nil {
 		f(ShardStateChange{Shard: s.Name, Addr: s.Addr, Down: down, Err: err, At: time.Now()})
 	}
-}
-
-// shardDownError is ErrShardDown for one shard, built once per outage.
-type shardDownError struct {
-	shard Shard
-	cause error
-}
-
-func (e *shardDownError) Error() string {
-	return fmt.Sprintf("redshard: shard %s is down (last heartbeat: %v)", e.shard, e.cause)
-}
-
-func (e *shardDownError) Unwrap() error { return ErrShardDown }
-
-// downError returns the error for a command on a down backend.
-func (b *backend) downError() error {
-	if e := b.downErr.Load(); e != nil {
-		return e
-	}
-	return ErrShardDown
 }
 
 // standIn returns the index of the shard that serves key while its owner

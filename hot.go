@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,25 +31,25 @@ const (
 	// made anywhere evicts the cached replies as soon as the server's
 	// invalidation message arrives; elsewhere a reply lives MaxStaleness.
 	LocalCache Mitigation = iota + 1
-	// Split keeps copies of a hot key on the next distinct shards clockwise
+	// SplitCopies keeps copies of a hot key on the next distinct shards clockwise
 	// on the ring and spreads its reads over them and the owner. Copies are
 	// made with DUMP and RESTORE (any data type) and live MaxStaleness.
-	Split
+	SplitCopies
 )
 
-// String returns "LocalCache", "Split", or "Mitigation(n)".
+// String returns "LocalCache", "SplitCopies", or "Mitigation(n)".
 func (m Mitigation) String() string {
 	switch m {
 	case LocalCache:
 		return "LocalCache"
-	case Split:
-		return "Split"
+	case SplitCopies:
+		return "SplitCopies"
 	}
 	return fmt.Sprintf("Mitigation(%d)", int(m))
 }
 
 // Tracking says whether LocalCache uses server-assisted invalidation
-// (CLIENT TRACKING). It has no effect on Split.
+// (CLIENT TRACKING). It has no effect on SplitCopies.
 type Tracking int
 
 const (
@@ -113,7 +112,7 @@ var ErrBadHotKeyOptions = errors.New("redshard: bad HotKeyOptions")
 // ZREVRANGEBYSCORE, ZREVRANGEBYLEX, ZSCORE, ZMSCORE, ZCARD, ZCOUNT,
 // ZLEXCOUNT, ZRANK, ZREVRANK, EXISTS and TYPE, sent as single commands
 // (not in a pipeline or transaction) through go-redis's typed methods or Do.
-// Split serves the same commands plus SRANDMEMBER, HRANDFIELD and
+// SplitCopies serves the same commands plus SRANDMEMBER, HRANDFIELD and
 // ZRANDMEMBER from its copies. A reply is cached per shard, key and full
 // argument list, so HGET of one field never answers HGET of another.
 //
@@ -122,7 +121,7 @@ var ErrBadHotKeyOptions = errors.New("redshard: bad HotKeyOptions")
 // evicts the key's cached replies and deletes its split copies before it
 // returns.
 type HotKeyOptions struct {
-	// Mitigation chooses LocalCache or Split. Required.
+	// Mitigation chooses LocalCache or SplitCopies. Required.
 	Mitigation Mitigation
 
 	// MaxStaleness is the most a cached reply or a split copy may lag a
@@ -142,7 +141,7 @@ type HotKeyOptions struct {
 	// negative. Default localcache.DefaultMaxBytes (64 MiB).
 	CacheBytes int64
 
-	// Copies is, for Split, the number of shards a hot key is read from,
+	// Copies is, for SplitCopies, the number of shards a hot key is read from,
 	// its owner included: the owner and the next Copies-1 distinct shards
 	// clockwise. Must not be negative nor exceed the number of shards.
 	// Default min(3, number of shards).
@@ -151,35 +150,6 @@ type HotKeyOptions struct {
 	// Tracking chooses server-assisted invalidation for LocalCache.
 	// Default TrackingAuto.
 	Tracking Tracking
-}
-
-// resolve validates o against a client of n shards and returns a copy with
-// the defaults filled in.
-func (o *HotKeyOptions) resolve(n int) (HotKeyOptions, error) {
-	r := *o
-	switch {
-	case r.Mitigation != LocalCache && r.Mitigation != Split:
-		return r, fmt.Errorf("%w: Mitigation %v: choose LocalCache or Split", ErrBadHotKeyOptions, r.Mitigation)
-	case r.MaxStaleness < 0:
-		return r, fmt.Errorf("%w: MaxStaleness %v is negative", ErrBadHotKeyOptions, r.MaxStaleness)
-	case r.CacheBytes < 0:
-		return r, fmt.Errorf("%w: CacheBytes %d is negative", ErrBadHotKeyOptions, r.CacheBytes)
-	case r.Copies < 0 || r.Copies > n:
-		return r, fmt.Errorf("%w: Copies %d outside [0, %d shards]", ErrBadHotKeyOptions, r.Copies, n)
-	case r.Tracking < TrackingAuto || r.Tracking > TrackingOn:
-		return r, fmt.Errorf("%w: Tracking %v", ErrBadHotKeyOptions, r.Tracking)
-	}
-	if r.MaxStaleness == 0 {
-		r.MaxStaleness = DefaultMaxStaleness
-	}
-	if r.Copies == 0 {
-		r.Copies = min(defaultCopies, n)
-	}
-	if r.Detector != nil {
-		d := *r.Detector
-		r.Detector = &d
-	}
-	return r, nil
 }
 
 const (
@@ -200,26 +170,18 @@ type hotPath struct {
 	opt      HotKeyOptions // resolved
 	det      *hotkey.Detector
 	cache    *localcache.Cache // nil unless LocalCache
-	split    *splitRegistry    // nil unless Split
+	split    *splitRegistry    // nil unless SplitCopies
 	instance string            // random tag naming this client's split copies
 
-	flights singleflight.Group // shared reads and copy fills
+	flights singleflight.Group // shared reads and copy fills, run by Client.flights
 
 	// gens are bumped by every invalidation of a key (hash-striped), and
 	// are part of the key of a shared read: a read that starts after a
 	// write never joins a flight that started before it.
 	gens [genStripes]atomic.Uint64
 
-	shards  sync.Map     // *backend -> *hotShard
 	nextID  atomic.Int64 // hotShard ids, the cache's shard numbers
-	charges atomic.Int64 // hot-key work counted by charge (Split)
-
-	ctx    context.Context // cancelled by close: stops flights and subscribers
-	cancel context.CancelFunc
-
-	mu     sync.Mutex // guards closed; orders wg.Add before close's wg.Wait
-	closed bool
-	wg     sync.WaitGroup // running flights
+	charges atomic.Int64 // hot-key work counted by charge (SplitCopies)
 
 	stats hotCounters
 }
@@ -235,27 +197,23 @@ type hotCounters struct {
 	trackingLost  atomic.Int64 // times a shard's cached replies were dropped with its tracking
 }
 
-func newHotPath(c *Client, o *HotKeyOptions) (*hotPath, error) {
-	opt, err := o.resolve(len(c.top.Load().shards))
-	if err != nil {
-		return nil, err
-	}
+// newHotPath builds the hot-key layer from resolved options.
+func newHotPath(c *Client, opt *HotKeyOptions) (*hotPath, error) {
 	det, err := hotkey.New(opt.Detector)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Detector: %w", ErrBadHotKeyOptions, err)
+		return nil, invalid(ErrInvalidHotKeyOptions, "HotKeys.Detector", "%v", err)
 	}
 	var tag [8]byte
 	_, _ = rand.Read(tag[:]) // never fails (crypto/rand)
-	h := &hotPath{c: c, opt: opt, det: det, instance: hex.EncodeToString(tag[:])}
+	h := &hotPath{c: c, opt: *opt, det: det, instance: hex.EncodeToString(tag[:])}
 	switch opt.Mitigation {
 	case LocalCache:
 		if h.cache, err = localcache.New(&localcache.Config{MaxBytes: opt.CacheBytes}); err != nil {
-			return nil, fmt.Errorf("%w: CacheBytes: %w", ErrBadHotKeyOptions, err)
+			return nil, invalid(ErrInvalidHotKeyOptions, "HotKeys.CacheBytes", "%v", err)
 		}
-	case Split:
+	case SplitCopies:
 		h.split = newSplitRegistry()
 	}
-	h.ctx, h.cancel = context.WithCancel(context.Background())
 	return h, nil
 }
 
@@ -293,7 +251,7 @@ func (h *hotPath) process(ctx context.Context, top *topology, info command.Info,
 		if cacheable[info.Name] && replyKind(cmd) != 0 {
 			return h.cachedRead(ctx, top, s, key, cmd)
 		}
-	case Split:
+	case SplitCopies:
 		if (cacheable[info.Name] || copyable[info.Name]) && replyKind(cmd) != 0 {
 			return h.splitRead(ctx, top, info, i, key, keys[0], cmd)
 		}
@@ -355,64 +313,19 @@ func (h *hotPath) invalidateAll() {
 
 func genIndex(key string) uint64 { return xxhash.Sum64String(key) & (genStripes - 1) }
 
-// enter registers a flight with close, or reports that the path is closed.
-func (h *hotPath) enter() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return false
-	}
-	h.wg.Add(1)
-	return true
-}
-
 // flight runs fn once for all callers asking with the same key at the same
-// time. fn runs detached from ctx, bounded by hotFetchTimeout and by close;
-// each caller waits for it or for its own ctx.
+// time (see flights.do), bounded by hotFetchTimeout and by Close.
 func (h *hotPath) flight(ctx context.Context, key string, fn func(context.Context) (any, error)) (any, error) {
-	var led atomic.Bool
-	ch := h.flights.DoChan(key, func() (any, error) {
-		led.Store(true)
-		if !h.enter() {
-			return nil, redis.ErrClosed
-		}
-		defer h.wg.Done()
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hotFetchTimeout)
-		defer cancel()
-		stop := context.AfterFunc(h.ctx, cancel)
-		defer stop()
-		return fn(fctx)
-	})
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case r := <-ch:
-		if !led.Load() {
-			h.stats.coalesced.Add(1)
-		}
-		return r.Val, r.Err
+	v, joined, err := h.c.flights.do(ctx, &h.flights, key, hotFetchTimeout, fn)
+	if joined && ctx.Err() == nil {
+		h.stats.coalesced.Add(1)
 	}
+	return v, err
 }
 
-// close stops the flights and the tracking goroutines, closes the clients
-// the hot path opened and the local cache, and waits for all of it. It is
-// idempotent.
-func (h *hotPath) close() {
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		return
-	}
-	h.closed = true
-	h.mu.Unlock()
-	h.cancel()
-	h.wg.Wait() // no flight starts after closed, so none creates a hotShard client after this
-	h.shards.Range(func(_, v any) bool {
-		v.(*hotShard).close()
-		return true
-	})
-	h.cache.Close()
-}
+// close releases the local cache. The shards' tracking state is closed with
+// their backends, and the flights by Client.Close, before.
+func (h *hotPath) close() { h.cache.Close() }
 
 // isSplitCopy reports whether key is the name of a split copy of a hot key.
 func isSplitCopy(key string) bool { return strings.HasPrefix(key, SplitCopyPrefix) }
@@ -420,25 +333,4 @@ func isSplitCopy(key string) bool { return strings.HasPrefix(key, SplitCopyPrefi
 // copyName is the name of this client's split copies of key.
 func (h *hotPath) copyName(key string) string {
 	return SplitCopyPrefix + h.instance + ":" + key
-}
-
-// addHook adds a user hook to the clients that send tracked reads; later
-// ones get it from Client.userHooks when they are made.
-func (h *hotPath) addHook(hook redis.Hook) {
-	h.shards.Range(func(_, v any) bool {
-		hs := v.(*hotShard)
-		hs.mu.Lock()
-		if hs.reader != nil {
-			hs.reader.AddHook(hook)
-		}
-		hs.mu.Unlock()
-		return true
-	})
-}
-
-// forget closes the tracking clients of a backend that left the client.
-func (h *hotPath) forget(b *backend) {
-	if v, ok := h.shards.LoadAndDelete(b); ok {
-		v.(*hotShard).close()
-	}
 }

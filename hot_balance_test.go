@@ -137,7 +137,7 @@ func TestHotKeysBalance(t *testing.T) {
 		bound float64 // what is asserted
 	}
 	lc := &redshard.HotKeyOptions{Mitigation: redshard.LocalCache, Detector: detector}
-	sp := &redshard.HotKeyOptions{Mitigation: redshard.Split, Detector: detector}
+	sp := &redshard.HotKeyOptions{Mitigation: redshard.SplitCopies, Detector: detector}
 	for _, r := range []run{
 		{celebrityWorkload, nil, 0, 0},
 		{celebrityWorkload, lc, 1.15, 1.35},
@@ -176,7 +176,7 @@ func TestHotKeysBalance(t *testing.T) {
 // client-side cost alone); "miniredis" shards add a real round trip.
 func BenchmarkHotKeysOverhead(b *testing.B) {
 	for _, backend := range []string{"stub", "miniredis"} {
-		for _, mit := range []redshard.Mitigation{0, redshard.LocalCache, redshard.Split} {
+		for _, mit := range []redshard.Mitigation{0, redshard.LocalCache, redshard.SplitCopies} {
 			name := "off"
 			if mit != 0 {
 				name = mit.String()
@@ -230,7 +230,7 @@ func BenchmarkHotKeysOverhead(b *testing.B) {
 // BenchmarkHotKeysHotRead measures a GET of one hot key: answered by its
 // shard (mitigation off), from the local cache, or spread over split copies.
 func BenchmarkHotKeysHotRead(b *testing.B) {
-	for _, mit := range []redshard.Mitigation{0, redshard.LocalCache, redshard.Split} {
+	for _, mit := range []redshard.Mitigation{0, redshard.LocalCache, redshard.SplitCopies} {
 		name := "off"
 		if mit != 0 {
 			name = mit.String()

@@ -130,7 +130,7 @@ func subKey(kind byte, args []interface{}) string {
 // cache, or reads it from the shard once for every caller asking at the
 // same time and caches the reply.
 func (h *hotPath) cachedRead(ctx context.Context, top *topology, s *shard, key string, cmd redis.Cmder) error {
-	hs := h.shardState(s)
+	hs := s.hotState()
 	sub := subKey(replyKind(cmd), cmd.Args())
 	if v, ok := h.cache.Get(hs.id, key, sub); ok {
 		h.stats.hits.Add(1)
@@ -177,7 +177,7 @@ func (h *hotPath) fetch(ctx context.Context, s *shard, hs *hotShard, key, sub st
 	store := true
 	var id int64
 	switch hs.tracking(ctx) {
-	case TrackingActive:
+	case InvalidationTracking:
 		if id = hs.live.Load(); id == 0 {
 			// The invalidation connection is not (yet, or no longer) up:
 			// nothing would tell us of a change.
@@ -186,13 +186,13 @@ func (h *hotPath) fetch(ctx context.Context, s *shard, hs *hotShard, key, sub st
 		} else if !hs.trackedRead(ctx, id, cmd) {
 			store = false
 		}
-	case TrackingStalenessOnly:
+	case InvalidationStalenessOnly:
 		store = h.opt.Tracking != TrackingOn
 		_ = s.client.Process(ctx, cmd)
-	case TrackingUnprobed: // the probe could not reach the server
+	case InvalidationUnprobed: // the probe could not reach the server
 		store = false
 		_ = s.client.Process(ctx, cmd)
-	default: // TrackingDisabled
+	default: // InvalidationOff
 		_ = s.client.Process(ctx, cmd)
 	}
 	r := replyOf(cmd)

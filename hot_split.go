@@ -157,7 +157,7 @@ func (h *hotPath) choose(top *topology, places []int) int {
 		b++
 	}
 	pa, pb := places[a], places[b]
-	if h.shardState(top.shards[pb]).load.Load() < h.shardState(top.shards[pa]).load.Load() {
+	if top.shards[pb].hotState().load.Load() < top.shards[pa].hotState().load.Load() {
 		return pb
 	}
 	return pa
@@ -168,16 +168,16 @@ func (h *hotPath) choose(top *topology, places []int) int {
 const loadDecayEvery = 1 << 15
 
 // charge counts n commands of hot-key work sent to s (see choose).
-func (h *hotPath) charge(s *shard, n int64) { h.chargeState(h.shardState(s), n) }
+func (h *hotPath) charge(s *shard, n int64) { h.chargeState(s.hotState(), n) }
 
 func (h *hotPath) chargeState(hs *hotShard, n int64) {
 	hs.load.Add(n)
 	if h.charges.Add(n)%loadDecayEvery < n {
-		h.shards.Range(func(_, v any) bool {
-			x := &v.(*hotShard).load
-			x.Store(x.Load() / 2) // racing charges may be lost: it is a heuristic
-			return true
-		})
+		for _, s := range h.c.top.Load().sources() {
+			if x := s.hot.Load(); x != nil {
+				x.load.Store(x.load.Load() / 2) // racing charges may be lost: it is a heuristic
+			}
+		}
 	}
 }
 
@@ -216,7 +216,7 @@ func (h *hotPath) copyReady(ctx context.Context, key string, owner, b *shard) bo
 		}
 	}
 
-	fk := "f" + strconv.Itoa(h.shardState(b).id) + "/" + key
+	fk := "f" + strconv.Itoa(b.hotState().id) + "/" + key
 	if _, err := h.flight(ctx, fk, func(fctx context.Context) (any, error) {
 		h.fill(fctx, key, owner, b)
 		return nil, nil
@@ -329,12 +329,10 @@ func (r *splitRegistry) written(h *hotPath, key string) {
 	e.deleting++
 	st.mu.Unlock()
 
-	ctx, cancel := context.WithTimeout(h.ctx, hotFetchTimeout)
+	ctx, cancel := context.WithTimeout(h.c.flights.ctx, hotFetchTimeout)
 	name := h.copyName(key)
 	parallel(len(dels), func(i int) {
-		if v, ok := h.shards.Load(dels[i]); ok {
-			h.chargeState(v.(*hotShard), 1)
-		}
+		h.chargeState(dels[i].hotState(), 1)
 		_ = dels[i].client.Del(ctx, name).Err()
 	})
 	cancel()

@@ -32,7 +32,7 @@ type HotStats struct {
 	Invalidations, TrackingLost int64
 
 	// Shards describes, per current shard, how its cached replies are kept
-	// fresh. A shard that has served no hot read yet is TrackingUnprobed.
+	// fresh. A shard that has served no hot read yet is InvalidationUnprobed.
 	Shards []HotShardStats
 
 	// Cache is the local cache's own statistics (LocalCache only).
@@ -42,7 +42,8 @@ type HotStats struct {
 // HotShardStats is the hot-key state of one shard.
 type HotShardStats struct {
 	Name     string
-	Tracking TrackingState
+	// Invalidation is how the shard's cached replies are kept fresh.
+	Invalidation InvalidationState
 	// Connected reports whether the shard's invalidation connection is
 	// subscribed, so that reads from the shard can be cached and tracked.
 	Connected bool
@@ -85,13 +86,12 @@ func (c *Client) hotStats() HotStats {
 		}
 	}
 	for _, s := range c.top.Load().shards {
-		hs := HotShardStats{Name: s.Name, Tracking: TrackingUnprobed}
+		hs := HotShardStats{Name: s.Name, Invalidation: InvalidationUnprobed}
 		if h.opt.Mitigation != LocalCache || h.opt.Tracking == TrackingOff {
-			hs.Tracking = TrackingDisabled
+			hs.Invalidation = InvalidationOff
 		}
-		if v, ok := h.shards.Load(s.backend); ok {
-			x := v.(*hotShard)
-			hs.Tracking = TrackingState(x.state.Load())
+		if x := s.hot.Load(); x != nil {
+			hs.Invalidation = InvalidationState(x.state.Load())
 			hs.Connected = x.live.Load() != 0
 			hs.Invalidations = x.invalidations.Load()
 		}

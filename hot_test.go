@@ -96,8 +96,8 @@ func TestHotKeysBadOptions(t *testing.T) {
 	}{
 		{"no mitigation", redshard.HotKeyOptions{}},
 		{"unknown mitigation", redshard.HotKeyOptions{Mitigation: 7}},
-		{"copies above shards", redshard.HotKeyOptions{Mitigation: redshard.Split, Copies: 2}},
-		{"negative copies", redshard.HotKeyOptions{Mitigation: redshard.Split, Copies: -1}},
+		{"copies above shards", redshard.HotKeyOptions{Mitigation: redshard.SplitCopies, Copies: 2}},
+		{"negative copies", redshard.HotKeyOptions{Mitigation: redshard.SplitCopies, Copies: -1}},
 		{"negative staleness", redshard.HotKeyOptions{Mitigation: redshard.LocalCache, MaxStaleness: -time.Second}},
 		{"negative cache bytes", redshard.HotKeyOptions{Mitigation: redshard.LocalCache, CacheBytes: -1}},
 		{"unknown tracking", redshard.HotKeyOptions{Mitigation: redshard.LocalCache, Tracking: 9}},
@@ -109,12 +109,12 @@ func TestHotKeysBadOptions(t *testing.T) {
 				c.Close()
 				t.Fatal("NewClient accepted the options")
 			}
-			if !errors.Is(err, redshard.ErrBadHotKeyOptions) {
-				t.Fatalf("error %v does not wrap ErrBadHotKeyOptions", err)
+			if !errors.Is(err, redshard.ErrInvalidHotKeyOptions) {
+				t.Fatalf("error %v does not wrap ErrInvalidHotKeyOptions", err)
 			}
 		})
 	}
-	c, err := redshard.NewClient(&redshard.Options{Shards: shards, HotKeys: &redshard.HotKeyOptions{Mitigation: redshard.Split}})
+	c, err := redshard.NewClient(&redshard.Options{Shards: shards, HotKeys: &redshard.HotKeyOptions{Mitigation: redshard.SplitCopies}})
 	if err != nil {
 		t.Fatalf("Split with default Copies on one shard: %v", err)
 	}
@@ -153,12 +153,12 @@ func TestHotKeysLocalCacheServesLocally(t *testing.T) {
 	}
 	name, _ := c.ShardFor(key)
 	for _, s := range st.Shards {
-		want := redshard.TrackingUnprobed
+		want := redshard.InvalidationUnprobed
 		if s.Name == name {
-			want = redshard.TrackingStalenessOnly
+			want = redshard.InvalidationStalenessOnly
 		}
-		if s.Tracking != want {
-			t.Errorf("shard %s: tracking %v, want %v", s.Name, s.Tracking, want)
+		if s.Invalidation != want {
+			t.Errorf("shard %s: tracking %v, want %v", s.Name, s.Invalidation, want)
 		}
 	}
 }
@@ -285,7 +285,7 @@ func (f *hotFloor) ok(got int64, isNil bool) bool {
 // transactions, Watch): a read that starts after a write returned never
 // sees an older value.
 func TestHotKeysReadYourWrites(t *testing.T) {
-	for _, mit := range []redshard.Mitigation{redshard.LocalCache, redshard.Split} {
+	for _, mit := range []redshard.Mitigation{redshard.LocalCache, redshard.SplitCopies} {
 		t.Run(mit.String(), func(t *testing.T) {
 			hc := newHotCluster(t, 4, redshard.HotKeyOptions{Mitigation: mit, MaxStaleness: time.Hour, Copies: 4}, nil)
 			c := hc.c
@@ -439,7 +439,7 @@ func TestHotKeysReadYourWrites(t *testing.T) {
 			if mit == redshard.LocalCache && st.CacheHits == 0 {
 				t.Error("no read was served by the local cache: the test proves nothing")
 			}
-			if mit == redshard.Split && st.SplitReads == 0 {
+			if mit == redshard.SplitCopies && st.SplitReads == 0 {
 				t.Error("no read was served by a split copy: the test proves nothing")
 			}
 		})
@@ -451,7 +451,7 @@ func TestHotKeysReadYourWrites(t *testing.T) {
 // has passed.
 func TestHotKeysOtherWriterBoundedStaleness(t *testing.T) {
 	const staleness = 100 * time.Millisecond
-	for _, mit := range []redshard.Mitigation{redshard.LocalCache, redshard.Split} {
+	for _, mit := range []redshard.Mitigation{redshard.LocalCache, redshard.SplitCopies} {
 		t.Run(mit.String(), func(t *testing.T) {
 			hc := newHotCluster(t, 2, redshard.HotKeyOptions{Mitigation: mit, MaxStaleness: staleness, Copies: 2}, nil)
 			c := hc.c
@@ -585,7 +585,7 @@ func TestHotKeysCoalescing(t *testing.T) {
 // TestHotKeysSplit: reads of a hot key are spread over its owner and its
 // copies, copies hold the value, and a write deletes them before it returns.
 func TestHotKeysSplit(t *testing.T) {
-	hc := newHotCluster(t, 4, redshard.HotKeyOptions{Mitigation: redshard.Split, MaxStaleness: time.Hour}, nil)
+	hc := newHotCluster(t, 4, redshard.HotKeyOptions{Mitigation: redshard.SplitCopies, MaxStaleness: time.Hour}, nil)
 	c := hc.c
 	const key = "split:k"
 	c.Set(ctx, key, "v1", 0)
@@ -673,7 +673,7 @@ func (g hotRestoreGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 // stale copy must never be read.
 func TestHotKeysSplitFillRacesWrite(t *testing.T) {
 	gate := hotRestoreGate{once: &sync.Once{}, held: make(chan struct{}), proceed: make(chan struct{})}
-	hc := newHotCluster(t, 3, redshard.HotKeyOptions{Mitigation: redshard.Split, MaxStaleness: time.Hour, Copies: 3},
+	hc := newHotCluster(t, 3, redshard.HotKeyOptions{Mitigation: redshard.SplitCopies, MaxStaleness: time.Hour, Copies: 3},
 		func(o *redshard.Options) {
 			o.NewShardClient = func(s redshard.Shard, opt *redis.Options) *redis.Client {
 				cl := redis.NewClient(opt)
@@ -721,7 +721,7 @@ func TestHotKeysSplitFillRacesWrite(t *testing.T) {
 
 // TestHotKeysFlushDB: FLUSHDB through the client drops every cached reply.
 func TestHotKeysFlushDB(t *testing.T) {
-	for _, mit := range []redshard.Mitigation{redshard.LocalCache, redshard.Split} {
+	for _, mit := range []redshard.Mitigation{redshard.LocalCache, redshard.SplitCopies} {
 		t.Run(mit.String(), func(t *testing.T) {
 			hc := newHotCluster(t, 2, redshard.HotKeyOptions{Mitigation: mit, MaxStaleness: time.Hour, Copies: 2}, nil)
 			c := hc.c
@@ -779,8 +779,8 @@ func TestHotKeysTrackingOnWithoutServerSupport(t *testing.T) {
 	}
 	name, _ := c.ShardFor(key)
 	for _, s := range c.Stats().Hot.Shards {
-		if s.Name == name && s.Tracking != redshard.TrackingStalenessOnly {
-			t.Errorf("shard %s: tracking %v, want %v", name, s.Tracking, redshard.TrackingStalenessOnly)
+		if s.Name == name && s.Invalidation != redshard.InvalidationStalenessOnly {
+			t.Errorf("shard %s: tracking %v, want %v", name, s.Invalidation, redshard.InvalidationStalenessOnly)
 		}
 	}
 	if hits := c.Stats().Hot.CacheHits; hits != 0 {

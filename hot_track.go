@@ -11,41 +11,40 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
-// TrackingState is how a shard's cached hot-key replies are kept fresh
+// InvalidationState is how a shard's cached hot-key replies are kept fresh
 // (LocalCache). See HotShardStats.
-type TrackingState int32
+type InvalidationState int32
 
 const (
-	// TrackingUnprobed: no hot key has been read from the shard yet, so
+	// InvalidationUnprobed: no hot key has been read from the shard yet, so
 	// whether its server supports CLIENT TRACKING is not known.
-	TrackingUnprobed TrackingState = iota
-	// TrackingActive: the server tracks the cached keys and sends their
-	// invalidations to a dedicated connection; a cached reply lags another
-	// process's write by the message's delivery time.
-	TrackingActive
-	// TrackingStalenessOnly: the server refused CLIENT TRACKING; cached
+	InvalidationUnprobed InvalidationState = iota
+	// InvalidationTracking: the server tracks the cached keys and sends
+	// their invalidations to a dedicated connection; a cached reply lags
+	// another process's write by the message's delivery time.
+	InvalidationTracking
+	// InvalidationStalenessOnly: the server refused CLIENT TRACKING; cached
 	// replies live MaxStaleness (with TrackingOn: are not cached).
-	TrackingStalenessOnly
-	// TrackingDisabled: tracking is off (TrackingOff, or Split).
-	TrackingDisabled
+	InvalidationStalenessOnly
+	// InvalidationOff: tracking is off (TrackingOff, or SplitCopies).
+	InvalidationOff
 )
 
-// String returns "unprobed", "tracking", "staleness-only" or "disabled".
-func (s TrackingState) String() string {
+// String returns "unprobed", "tracking", "staleness-only" or "off".
+func (s InvalidationState) String() string {
 	switch s {
-	case TrackingUnprobed:
+	case InvalidationUnprobed:
 		return "unprobed"
-	case TrackingActive:
+	case InvalidationTracking:
 		return "tracking"
-	case TrackingStalenessOnly:
+	case InvalidationStalenessOnly:
 		return "staleness-only"
-	case TrackingDisabled:
-		return "disabled"
+	case InvalidationOff:
+		return "off"
 	}
-	return fmt.Sprintf("TrackingState(%d)", int32(s))
+	return fmt.Sprintf("InvalidationState(%d)", int32(s))
 }
 
 const (
@@ -75,14 +74,13 @@ const (
 // reader's connections closes, as the server forgets what it tracked for it.
 type hotShard struct {
 	h  *hotPath
-	b  *backend
-	sh Shard // configuration, for building the clients
-	id int   // the shard's number in the local cache
+	b  *backend // the owner, whose close closes this
+	id int      // the shard's number in the local cache
 
 	// gen is bumped whenever the shard's cached replies are dropped; it is
 	// part of the name of a shared read, like the key generations.
 	gen   atomic.Uint64
-	state atomic.Int32 // a TrackingState
+	state atomic.Int32 // an InvalidationState
 
 	pending atomic.Int64 // CLIENT ID of the newest invalidation connection
 	live    atomic.Int64 // the ID reads may redirect to; 0: none
@@ -100,42 +98,39 @@ type hotShard struct {
 	done   chan struct{} // closed when the subscriber goroutine returns
 }
 
-// shardState returns the hot-key state of s's backend, creating it on first
-// use.
-func (h *hotPath) shardState(s *shard) *hotShard {
-	if v, ok := h.shards.Load(s.backend); ok {
-		return v.(*hotShard)
-	}
-	hs := &hotShard{h: h, b: s.backend, sh: s.Shard, id: int(h.nextID.Add(1))}
+// newShardState builds the hot-key state of backend b. Only b.hotState
+// calls it, once per backend.
+func (h *hotPath) newShardState(b *backend) *hotShard {
+	hs := &hotShard{h: h, b: b, id: int(h.nextID.Add(1))}
 	if h.opt.Mitigation != LocalCache || h.opt.Tracking == TrackingOff {
-		hs.state.Store(int32(TrackingDisabled))
+		hs.state.Store(int32(InvalidationOff))
 	}
 	// A shard new to the hot path starts at the others' mean load, so that
 	// choose does not send it everything until it catches up.
 	var sum, n int64
-	h.shards.Range(func(_, v any) bool {
-		sum += v.(*hotShard).load.Load()
-		n++
-		return true
-	})
+	for _, s := range h.c.top.Load().sources() {
+		if x := s.hot.Load(); x != nil {
+			sum += x.load.Load()
+			n++
+		}
+	}
 	if n > 0 {
 		hs.load.Store(sum / n)
 	}
-	v, _ := h.shards.LoadOrStore(s.backend, hs)
-	return v.(*hotShard)
+	return hs
 }
 
 // tracking returns the shard's tracking state, probing the server the
 // first time: CLIENT TRACKING OFF is harmless where tracking exists and an
 // error where it does not (Redis before 6, miniredis). A probe that cannot
-// reach the server leaves the state TrackingUnprobed, to be tried again.
-func (hs *hotShard) tracking(ctx context.Context) TrackingState {
-	if st := TrackingState(hs.state.Load()); st != TrackingUnprobed {
+// reach the server leaves the state InvalidationUnprobed, to be tried again.
+func (hs *hotShard) tracking(ctx context.Context) InvalidationState {
+	if st := InvalidationState(hs.state.Load()); st != InvalidationUnprobed {
 		return st
 	}
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	if st := TrackingState(hs.state.Load()); st != TrackingUnprobed || hs.closed {
+	if st := InvalidationState(hs.state.Load()); st != InvalidationUnprobed || hs.closed {
 		return st
 	}
 	if hs.reader == nil {
@@ -146,64 +141,43 @@ func (hs *hotShard) tracking(ctx context.Context) TrackingState {
 	case err == nil:
 		hs.sub = hs.newClient(true)
 		hs.done = make(chan struct{})
-		hs.state.Store(int32(TrackingActive))
-		go hs.subscribe(hs.h.ctx)
+		hs.state.Store(int32(InvalidationTracking))
+		go hs.subscribe(hs.h.c.flights.ctx)
 	case isRedisError(err):
-		hs.state.Store(int32(TrackingStalenessOnly))
+		hs.state.Store(int32(InvalidationStalenessOnly))
 		_ = hs.reader.Close() // reads go to the shard's own client
 		hs.reader = nil
 	}
-	return TrackingState(hs.state.Load())
+	return InvalidationState(hs.state.Load())
 }
 
-// newClient builds one of the shard's tracking clients from the shard's
-// options: RESP2 (as measured), no maintenance notifications (they would
-// move connections behind our back). The reader's connections report
-// their close; the subscriber's report their CLIENT ID.
+// newClient builds one of the shard's tracking clients (see Client.dial).
+// The reader's connections report their close; the subscriber's report
+// their CLIENT ID.
 func (hs *hotShard) newClient(subscriber bool) *redis.Client {
-	o := &hs.h.c.opt
-	var user func(context.Context, *redis.Conn) error
-	onConnect := func(ctx context.Context, cn *redis.Conn) error {
-		if user != nil {
-			if err := user(ctx, cn); err != nil {
+	if subscriber {
+		return hs.h.c.dial(hs.b.shard, connTracking, func(ctx context.Context, cn *redis.Conn) error {
+			id, err := cn.ClientID(ctx).Result()
+			if err != nil {
 				return err
 			}
-		}
-		id, err := cn.ClientID(ctx).Result()
-		if err != nil {
-			return err
-		}
-		hs.connected(id)
-		return nil
+			hs.connected(id)
+			return nil
+		})
 	}
-	var cl *redis.Client
-	if s := hs.sh; s.Failover != nil && o.NewShardClient == nil {
-		fo := *s.Failover
-		fo.Protocol = 2
-		if subscriber {
-			user, fo.OnConnect = fo.OnConnect, onConnect
-		}
-		cl = redis.NewFailoverClient(&fo)
-	} else {
-		opt := o.shardOptions(s)
-		opt.Protocol = 2
-		opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-		if subscriber {
-			user, opt.OnConnect = opt.OnConnect, onConnect
-		}
-		if o.NewShardClient != nil {
-			cl = o.NewShardClient(s, opt)
-		} else {
-			cl = redis.NewClient(opt)
-		}
-	}
-	if !subscriber {
-		for _, hook := range hs.h.c.userHooks() {
-			cl.AddHook(hook)
-		}
-		cl.AddHook(closeHook{onClose: hs.readerClosed})
-	}
+	cl := hs.h.c.dial(hs.b.shard, connReader, nil)
+	cl.AddHook(closeHook{onClose: hs.readerClosed})
 	return cl
+}
+
+// addHook adds a shard hook to the client that sends tracked reads, if it
+// exists yet; one made later gets it from Client.dial.
+func (hs *hotShard) addHook(newHook shardHook) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.reader != nil {
+		hs.reader.AddHook(newHook(hs.b.shard))
+	}
 }
 
 // trackedRead sends cmd on the reader as a tracked read redirected to id,
@@ -251,7 +225,7 @@ func (hs *hotShard) drop() {
 // readerClosed is called when one of the reader's connections closes: the
 // server stops tracking what was read through it.
 func (hs *hotShard) readerClosed() {
-	if TrackingState(hs.state.Load()) == TrackingActive {
+	if InvalidationState(hs.state.Load()) == InvalidationTracking {
 		hs.drop()
 	}
 }
@@ -340,7 +314,7 @@ func (hs *hotShard) invalidated(key string) {
 }
 
 // close stops the subscriber goroutine and closes the shard's tracking
-// clients. The hot path's context is already cancelled.
+// clients. Its owner, the backend, calls it once.
 func (hs *hotShard) close() {
 	hs.mu.Lock()
 	hs.closed = true

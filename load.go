@@ -25,11 +25,6 @@ const (
 	DefaultLoadPollInterval = 10 * time.Millisecond
 )
 
-// ErrInvalidLoad is returned (wrapped, with the reason) by GetOrLoad for an
-// empty key, a nil load function or a negative ttl, and by NewClient for
-// invalid Options.Load.
-var ErrInvalidLoad = errors.New("redshard: invalid GetOrLoad call or LoadOptions")
-
 // LoadOptions turns on fleet-wide stampede control for GetOrLoad: of all the
 // processes that miss a key at the same moment, one takes a lease on the
 // key's shard and loads, and the others wait for its value. With
@@ -37,62 +32,21 @@ var ErrInvalidLoad = errors.New("redshard: invalid GetOrLoad call or LoadOptions
 // fleet of N processes loads a missing key up to N times.
 type LoadOptions struct {
 	// Lease is how long a loader holds the lease, and the deadline of each
-	// load call. A loader that dies frees the key after Lease. It must be at
-	// least a millisecond (the lease is SET with PX). Zero means
-	// DefaultLoadLease (5s).
+	// load call. A loader that dies frees the key after Lease. At least 1ms
+	// (the lease is SET with PX). Default DefaultLoadLease (5s).
 	Lease time.Duration
 
 	// Wait is how long a process that lost the lease waits for the value to
 	// appear before it calls load itself; so if the lease holder dies, each
-	// waiting process loads once after Wait. Zero means Lease.
+	// waiting process loads once after Wait. Default Lease.
 	Wait time.Duration
 
 	// PollInterval is how often a waiting process reads the key again. A
 	// shorter interval returns sooner after the value appears but sends more
 	// GETs to the key's shard: 1/PollInterval per second for each waiting
-	// process (not per waiting goroutine: they share one poller). Zero
-	// means DefaultLoadPollInterval (10ms).
+	// process (not per waiting goroutine: they share one poller). At least
+	// 1ms. Default DefaultLoadPollInterval (10ms).
 	PollInterval time.Duration
-}
-
-// resolve validates o and returns it with defaults filled in, and whether
-// the lease is on. A nil o gives the defaults, which still bound load.
-func (o *LoadOptions) resolve() (LoadOptions, bool, error) {
-	var r LoadOptions
-	if o != nil {
-		r = *o
-	}
-	switch {
-	case r.Lease < 0:
-		return r, false, fmt.Errorf("%w: Options.Load.Lease is negative (%v)", ErrInvalidLoad, r.Lease)
-	case r.Lease > 0 && r.Lease < time.Millisecond:
-		return r, false, fmt.Errorf("%w: Options.Load.Lease %v is below 1ms", ErrInvalidLoad, r.Lease)
-	case r.Wait < 0:
-		return r, false, fmt.Errorf("%w: Options.Load.Wait is negative (%v)", ErrInvalidLoad, r.Wait)
-	case r.PollInterval < 0:
-		return r, false, fmt.Errorf("%w: Options.Load.PollInterval is negative (%v)", ErrInvalidLoad, r.PollInterval)
-	}
-	if r.Lease == 0 {
-		r.Lease = DefaultLoadLease
-	}
-	if r.Wait == 0 {
-		r.Wait = r.Lease
-	}
-	if r.PollInterval == 0 {
-		r.PollInterval = DefaultLoadPollInterval
-	}
-	return r, o != nil, nil
-}
-
-// clone returns a validated copy of o with defaults filled in (nil for nil),
-// for NewClient to keep so that later changes to the caller's struct have no
-// effect.
-func (o *LoadOptions) clone() (*LoadOptions, error) {
-	r, on, err := o.resolve()
-	if err != nil || !on {
-		return nil, err
-	}
-	return &r, nil
 }
 
 // LoadStats counts what GetOrLoad did since the client was created. The
@@ -117,7 +71,7 @@ type LoadStats struct {
 // loader is the GetOrLoad state of a Client. Its zero value is ready to use;
 // the group and the counters are safe for concurrent use.
 type loader struct {
-	group singleflight.Group // one flight per key in this process
+	group singleflight.Group // one flight per key in this process, run by Client.flights
 
 	hits, misses, coalesced, canceled           atomic.Uint64
 	loads, leaseWins, leaseWaits, leaseWaitHits atomic.Uint64
@@ -170,20 +124,18 @@ func (c *Client) LoadStats() LoadStats {
 //
 // If the value is loaded but cannot be stored, it is still returned and
 // LoadStats.StoreErrors counts it. An empty key, a nil load or a negative
-// ttl is an error wrapping ErrInvalidLoad.
+// ttl is an error wrapping ErrInvalidArgument. Close cancels the context
+// of a running load and waits for it to return.
 func (c *Client) GetOrLoad(ctx context.Context, key string, ttl time.Duration, load func(ctx context.Context) (string, error)) (string, error) {
 	switch {
 	case key == "":
-		return "", fmt.Errorf("%w: empty key", ErrInvalidLoad)
+		return "", fmt.Errorf("%w: empty key", ErrInvalidArgument)
 	case load == nil:
-		return "", fmt.Errorf("%w: nil load function for key %q", ErrInvalidLoad, key)
+		return "", fmt.Errorf("%w: nil load function for key %q", ErrInvalidArgument, key)
 	case ttl < 0:
-		return "", fmt.Errorf("%w: negative ttl %v for key %q", ErrInvalidLoad, ttl, key)
+		return "", fmt.Errorf("%w: negative ttl %v for key %q", ErrInvalidArgument, ttl, key)
 	}
-	opt, lease, err := c.opt.Load.resolve()
-	if err != nil {
-		return "", err
-	}
+	opt, lease := c.cfg.load, c.cfg.lease
 	v, err := c.Get(ctx, key).Result()
 	if err == nil {
 		c.load.hits.Add(1)
@@ -193,33 +145,24 @@ func (c *Client) GetOrLoad(ctx context.Context, key string, ttl time.Duration, l
 		return "", loadErr("GET", key, err)
 	}
 
-	// led tells this caller whether the flight it joined is its own: only
-	// the leader's fn runs, and it runs before the result is sent.
-	var led atomic.Bool
-	ch := c.load.group.DoChan(key, func() (any, error) {
-		led.Store(true)
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opt.Wait+opt.Lease)
-		defer cancel()
+	c.load.misses.Add(1)
+	res, joined, err := c.flights.do(ctx, &c.load.group, key, opt.Wait+opt.Lease, func(fctx context.Context) (any, error) {
 		return c.flight(fctx, key, ttl, load, opt, lease)
 	})
-	// DoChan has registered this caller with the flight by now.
-	c.load.misses.Add(1)
-	select {
-	case <-ctx.Done():
+	switch {
+	case ctx.Err() != nil:
 		c.load.canceled.Add(1)
 		return "", ctx.Err()
-	case r := <-ch:
-		if !led.Load() {
-			c.load.coalesced.Add(1)
-		}
-		if p, ok := r.Err.(*loadPanic); ok {
-			panic(p)
-		}
-		if r.Err != nil {
-			return "", r.Err
-		}
-		return r.Val.(string), nil
+	case joined:
+		c.load.coalesced.Add(1)
 	}
+	if p, ok := err.(*loadPanic); ok {
+		panic(p)
+	}
+	if err != nil {
+		return "", err
+	}
+	return res.(string), nil
 }
 
 // flight is the shared part of a GetOrLoad miss, run once per key at a time

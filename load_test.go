@@ -465,15 +465,15 @@ func TestGetOrLoadBadInput(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.opt != nil { // bad options are refused by NewClient
 				c, err := redshard.NewClient(&redshard.Options{Shards: cl.shards, Load: tt.opt})
-				if !errors.Is(err, redshard.ErrInvalidLoad) || c != nil {
-					t.Errorf("NewClient = %v, %v; want an error wrapping ErrInvalidLoad", c, err)
+				if !errors.Is(err, redshard.ErrInvalidLoadOptions) || !errors.Is(err, redshard.ErrInvalidOptions) || c != nil {
+					t.Errorf("NewClient = %v, %v; want an error wrapping ErrInvalidLoadOptions", c, err)
 				}
 				return
 			}
 			c := loadClient(t, cl, tt.opt)
 			v, err := c.GetOrLoad(context.Background(), tt.key, tt.ttl, tt.load)
-			if !errors.Is(err, redshard.ErrInvalidLoad) || v != "" {
-				t.Errorf("GetOrLoad = %q, %v; want an error wrapping ErrInvalidLoad", v, err)
+			if !errors.Is(err, redshard.ErrInvalidArgument) || v != "" {
+				t.Errorf("GetOrLoad = %q, %v; want an error wrapping ErrInvalidArgument", v, err)
 			}
 		})
 	}

@@ -16,17 +16,11 @@ import (
 	"github.com/redshard/redshard/internal/command"
 )
 
-// ErrHandoffInProgress is returned by SetShards while the previous change
-// is still being handed off: run Rebalance (or EndHandoff) first, or wait
-// for Options.HandoffWindow to pass.
-var ErrHandoffInProgress = errors.New("redshard: the previous membership change is still being handed off")
-
 // retireGrace is how long a removed shard's client stays open for commands
 // that started on the old ring before it is closed. A variable for tests.
 var retireGrace = 5 * time.Second
 
 const (
-	defaultHandoffWindow = 10 * time.Minute
 	// handoffTimeout bounds one key's migration from its previous owner.
 	handoffTimeout = 5 * time.Second
 	// maxHandoffDone bounds the set of keys known to be handed off; past it
@@ -41,7 +35,7 @@ const (
 type handoff struct {
 	from  *topology
 	until time.Time
-	group singleflight.Group // keyed by key; one group per change (epoch)
+	group singleflight.Group // keyed by key, run by Client.flights; one group per change (epoch)
 
 	mu   sync.Mutex
 	done map[string]struct{} // guarded by mu: keys migrated or found absent on the previous owner
@@ -78,16 +72,12 @@ func (h *handoff) markDone(key string) {
 // owner. The handoff ends when Rebalance completes, on EndHandoff, or after
 // Options.HandoffWindow.
 //
-// An invalid list is rejected with the same errors as NewClient and the
-// current ring stays. A second change while a handoff is still running is
+// An invalid list is rejected with the same errors as NewClient (see
+// Options.Validate) and the current ring stays. A second change while a handoff is still running is
 // refused with ErrHandoffInProgress. Every client of a fleet should be given
 // the same list before Rebalance runs.
 func (c *Client) SetShards(ctx context.Context, shards []Shard) error {
-	valid, err := validateShards(shards)
-	if err != nil {
-		return err
-	}
-	r, err := c.newRing(valid)
+	valid, r, err := resolveShards(shards, c.cfg.opt.VnodesPerWeight)
 	if err != nil {
 		return err
 	}
@@ -112,11 +102,7 @@ func (c *Client) SetShards(ctx context.Context, shards []Shard) error {
 			top.orphans = append(top.orphans, s)
 		}
 	}
-	window := c.opt.HandoffWindow
-	if window == 0 {
-		window = defaultHandoffWindow
-	}
-	if window > 0 {
+	if window := c.cfg.handoffWindow; window > 0 {
 		top.handoff = &handoff{from: old, until: time.Now().Add(window), done: map[string]struct{}{}}
 	}
 	c.top.Store(top)
@@ -160,15 +146,7 @@ func (c *Client) releaseOrphansLocked(top *topology) {
 	for i, s := range top.orphans {
 		gone[i] = s.backend
 	}
-	c.retired = append(c.retired, gone...)
-	c.retireTimers = append(c.retireTimers, time.AfterFunc(retireGrace, func() {
-		for _, b := range gone {
-			_ = b.close()
-			if c.hot != nil {
-				c.hot.forget(b)
-			}
-		}
-	}))
+	c.retireLocked(gone)
 }
 
 // handOff brings the given keys of a command over from their previous
@@ -220,9 +198,7 @@ func (c *Client) handOffKey(ctx context.Context, top *topology, key string) erro
 	if from.Name == to.Name || from.down.Load() || h.isDone(key) {
 		return nil
 	}
-	ch := h.group.DoChan(key, func() (interface{}, error) {
-		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handoffTimeout)
-		defer cancel()
+	_, _, err := c.flights.do(ctx, &h.group, key, handoffTimeout, func(mctx context.Context) (any, error) {
 		res, err := migrateKey(mctx, from.client, to.client, key)
 		if err != nil {
 			c.stats.handoffErrors.Add(1)
@@ -234,12 +210,10 @@ func (c *Client) handOffKey(ctx context.Context, top *topology, key string) erro
 		h.markDone(key)
 		return nil, nil
 	})
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	if ctx.Err() != nil || errors.Is(err, redis.ErrClosed) {
+		return err
 	}
+	return nil
 }
 
 // migration is what happened to one key.

@@ -239,7 +239,7 @@ func TestSetShardsUnderConcurrentLoad(t *testing.T) {
 
 func TestRebalanceMovesEverythingAndLosesNothing(t *testing.T) {
 	cl := newCluster(t, 1, 1, 1, 1)
-	opt := redshard.Options{Shards: cl.shards, HandoffWindow: -1} // no handoff: Rebalance alone
+	opt := redshard.Options{Shards: cl.shards, DisableHandoff: true} // no handoff: Rebalance alone
 	c, err := redshard.NewClient(&opt)
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +283,7 @@ func TestRebalanceMovesEverythingAndLosesNothing(t *testing.T) {
 
 func TestRebalanceResumesAfterInterruption(t *testing.T) {
 	cl := newCluster(t, 1, 1, 1)
-	c, err := redshard.NewClient(&redshard.Options{Shards: cl.shards, HandoffWindow: -1})
+	c, err := redshard.NewClient(&redshard.Options{Shards: cl.shards, DisableHandoff: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ func TestSetShardsRejectsBadListsAndChains(t *testing.T) {
 		{nil, redshard.ErrNoShards},
 		{[]redshard.Shard{{Name: "a", Addr: "x:1"}, {Name: "a", Addr: "x:2"}}, redshard.ErrDuplicateName},
 		{[]redshard.Shard{{Name: "a"}}, redshard.ErrEmptyAddr},
-		{[]redshard.Shard{{Name: "a", Addr: "x:1", Weight: -2}}, redshard.ErrBadWeight},
+		{[]redshard.Shard{{Name: "a", Addr: "x:1", Weight: -2}}, redshard.ErrInvalidWeight},
 	} {
 		if err := cl.c.SetShards(ctx, tc.shards); !errors.Is(err, tc.want) {
 			t.Errorf("SetShards(%v) = %v, want %v", tc.shards, err, tc.want)
@@ -395,7 +395,7 @@ func TestRemovedShardClosesAfterRebalance(t *testing.T) {
 
 func TestRebalanceRateLimitWaits(t *testing.T) {
 	cl := newCluster(t, 1, 1)
-	c, err := redshard.NewClient(&redshard.Options{Shards: cl.shards, HandoffWindow: -1})
+	c, err := redshard.NewClient(&redshard.Options{Shards: cl.shards, DisableHandoff: true})
 	if err != nil {
 		t.Fatal(err)
 	}

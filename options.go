@@ -6,10 +6,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard/hotkey"
+	"github.com/redshard/redshard/localcache"
+	"github.com/redshard/redshard/ring"
 )
 
 // Options configures a Client. NewClient copies it; changing it afterwards
-// has no effect.
+// has no effect. Validate reports what NewClient would reject.
 type Options struct {
 	// Shards lists the Redis servers keys are spread over. Required.
 	Shards []Shard
@@ -21,38 +25,46 @@ type Options struct {
 	ShardOptions *redis.Options
 
 	// VnodesPerWeight is the number of ring points per unit of shard weight.
-	// Zero means the ring package's default (see package ring). Every client
-	// of a fleet must use the same value, or they disagree about owners.
+	// Every client of a fleet must use the same value, or they disagree
+	// about owners. Must not be negative. Default ring.DefaultVnodesPerWeight.
 	VnodesPerWeight int
 
-	// NewShardClient, if set, builds each shard's client from the options
-	// redshard prepared (template clone or Shard.Options, with Addr set), for
-	// example to add instrumentation. Nil means redis.NewClient, or
-	// redis.NewFailoverClient for a shard with Failover set.
+	// NewShardClient, if set, builds every go-redis client redshard opens
+	// to a shard (the command client, the heartbeat, the hot-key tracking
+	// reader and subscriber) from the options redshard prepared for that
+	// connection: a template clone or Shard.Options, with Addr set and the
+	// connection's own settings applied. For a Sentinel shard s.Failover
+	// holds the prepared options (build the client with
+	// redis.NewFailoverClient(s.Failover)) and opt the template without an
+	// address. Use it to add instrumentation or a custom dialer. Default
+	// redis.NewClient, or redis.NewFailoverClient for a Sentinel shard.
 	NewShardClient func(s Shard, opt *redis.Options) *redis.Client
 
 	// HandoffWindow is how long after SetShards a key whose owner changed
 	// is still brought over from its previous owner on first use (see
-	// SetShards). Rebalance and EndHandoff end it early. Zero means 10
-	// minutes; negative turns handoff off (moved keys then miss until
-	// Rebalance moves them).
+	// SetShards). Rebalance and EndHandoff end it early. Must not be
+	// negative. Default 10 minutes.
 	HandoffWindow time.Duration
+
+	// DisableHandoff turns handoff off: after SetShards, moved keys miss on
+	// their new owner until Rebalance moves them. Default false.
+	DisableHandoff bool
 
 	// Load turns on fleet-wide stampede control for GetOrLoad: a lease on
 	// the key's shard lets one process of the fleet load a missing key while
-	// the others wait for its value (see LoadOptions). Nil means GetOrLoad
-	// only coalesces the misses of this process.
+	// the others wait for its value (see LoadOptions). Default nil:
+	// GetOrLoad only coalesces the misses of this process.
 	Load *LoadOptions
 
 	// Health configures the per-shard heartbeat that marks shards down so
 	// their commands fail fast with ErrShardDown (or, with Failover, go to
-	// a stand-in shard). Nil means the defaults of HealthOptions: a PING
+	// a stand-in shard). Default nil: the defaults of HealthOptions, a PING
 	// every 500ms, down after 2 failures, up after 2 successes, no failover.
 	Health *HealthOptions
 
 	// HotKeys turns on hot-key detection and mitigation (a local cache, or
-	// copies on several shards) with bounded staleness. Nil, the default,
-	// turns it off: a drop-in client does not change semantics unasked.
+	// copies on several shards) with bounded staleness. Default nil: off,
+	// since a drop-in client does not change semantics unasked.
 	HotKeys *HotKeyOptions
 }
 
@@ -67,7 +79,7 @@ type Shard struct {
 	Addr string
 
 	// Weight is the shard's relative capacity: a shard of weight 2 owns
-	// twice the keys of a shard of weight 1. Zero means 1.
+	// twice the keys of a shard of weight 1. Default (0) 1.
 	Weight float64
 
 	// Options, if set, replaces Options.ShardOptions for this shard (its Addr
@@ -98,33 +110,124 @@ func (s Shard) identity() string {
 	return s.Addr
 }
 
-// validateShards checks a shard list the way NewClient and SetShards do and
-// returns a copy with weights normalised (0 -> 1).
-func validateShards(shards []Shard) ([]Shard, error) {
+// Bounds of the values options may take. Values outside them cannot mean
+// anything useful and are rejected rather than clamped.
+const (
+	defaultHandoffWindow = 10 * time.Minute
+
+	defaultHealthInterval = 500 * time.Millisecond
+	// minHealthInterval and minHealthTimeout: a heartbeat faster than a
+	// loaded machine's scheduling marks healthy shards down.
+	minHealthInterval = 10 * time.Millisecond
+	minHealthTimeout  = 10 * time.Millisecond
+	defaultThreshold  = 2
+	maxThreshold      = 1000
+	defaultGutterTTL  = 30 * time.Second
+
+	minLoadLease        = time.Millisecond // the lease is SET with PX
+	minLoadPollInterval = time.Millisecond
+
+	defaultBatchSize = 500
+	maxBatchSize     = 1 << 20
+	// minRate and maxRate bound RebalanceOptions.Rate (keys per second).
+	minRate = 1e-3
+	maxRate = 1e9
+)
+
+// config is Options resolved: a private copy with every default filled in
+// and every value checked. It is immutable once built.
+type config struct {
+	opt    Options // the caller's Options, copied; Shards normalised
+	shards []Shard // normalised copy of opt.Shards (weights 0 -> 1)
+	ring   *ring.Ring
+
+	handoffWindow time.Duration // 0: handoff off
+	health        HealthOptions // resolved
+	hot           *HotKeyOptions
+	load          LoadOptions // resolved; lease tells whether Options.Load was set
+	lease         bool
+}
+
+// Validate reports whether NewClient would accept o, without contacting a
+// server: the first invalid field, named, in an error matching
+// ErrInvalidOptions and the field's own sentinel (ErrDuplicateName,
+// ErrInvalidHealthOptions, ...). A nil o is ErrNilOptions.
+func (o *Options) Validate() error {
+	_, err := o.resolve()
+	return err
+}
+
+// resolve checks every field of o and returns the resolved configuration.
+// NewClient, SetShards (for the shard list), LoadConfig and the redshard
+// command all go through it.
+func (o *Options) resolve() (*config, error) {
+	if o == nil {
+		return nil, ErrNilOptions
+	}
+	cfg := &config{opt: *o}
+	var err error
+	if cfg.shards, cfg.ring, err = resolveShards(o.Shards, o.VnodesPerWeight); err != nil {
+		return nil, err
+	}
+	cfg.opt.Shards = cfg.shards
+	switch {
+	case o.HandoffWindow < 0:
+		return nil, invalid(ErrInvalidOptions, "HandoffWindow", "%v is negative (set DisableHandoff to turn handoff off)", o.HandoffWindow)
+	case o.DisableHandoff:
+	case o.HandoffWindow == 0:
+		cfg.handoffWindow = defaultHandoffWindow
+	default:
+		cfg.handoffWindow = o.HandoffWindow
+	}
+	if cfg.health, err = o.Health.resolve(); err != nil {
+		return nil, err
+	}
+	if o.HotKeys != nil {
+		h, err := o.HotKeys.resolve(len(cfg.shards))
+		if err != nil {
+			return nil, err
+		}
+		cfg.hot = &h
+	}
+	if cfg.load, err = o.Load.resolve(); err != nil {
+		return nil, err
+	}
+	cfg.lease = o.Load != nil
+	cfg.opt.Load, cfg.opt.Health, cfg.opt.HotKeys = nil, nil, nil // read the resolved copies
+	return cfg, nil
+}
+
+// resolveShards checks a shard list and builds its ring. It returns a copy
+// of the list with weights normalised (0 -> 1).
+func resolveShards(shards []Shard, vnodes int) ([]Shard, *ring.Ring, error) {
+	if vnodes < 0 {
+		return nil, nil, invalid(ErrInvalidVnodes, "VnodesPerWeight", "%d is negative", vnodes)
+	}
 	if len(shards) == 0 {
-		return nil, ErrNoShards
+		return nil, nil, invalid(ErrNoShards, "Shards", "the list is empty")
 	}
 	out := make([]Shard, len(shards))
 	names := make(map[string]int, len(shards))
 	addrs := make(map[string]string, len(shards))
 	for i, s := range shards {
+		field := fmt.Sprintf("Shards[%d]", i)
 		switch {
 		case s.Name == "":
-			return nil, fmt.Errorf("%w: shard #%d (addr %q)", ErrEmptyName, i, s.Addr)
+			return nil, nil, invalid(ErrEmptyName, field+".Name", "empty (addr %q)", s.Addr)
 		case s.Addr == "" && s.Failover == nil:
-			return nil, fmt.Errorf("%w: shard %q", ErrEmptyAddr, s.Name)
+			return nil, nil, invalid(ErrEmptyAddr, field+".Addr", "shard %q has no address", s.Name)
 		case s.Failover != nil && s.Failover.MasterName == "":
-			return nil, fmt.Errorf("%w: shard %q: Failover.MasterName is empty", ErrEmptyAddr, s.Name)
+			return nil, nil, invalid(ErrEmptyAddr, field+".Failover.MasterName", "shard %q: empty", s.Name)
 		case math.IsNaN(s.Weight) || math.IsInf(s.Weight, 0) || s.Weight < 0:
-			return nil, fmt.Errorf("%w: shard %q has weight %v", ErrBadWeight, s.Name, s.Weight)
+			return nil, nil, invalid(ErrInvalidWeight, field+".Weight", "shard %q has weight %v", s.Name, s.Weight)
 		}
 		if j, dup := names[s.Name]; dup {
-			return nil, fmt.Errorf("%w: %q is shard #%d and #%d", ErrDuplicateName, s.Name, j, i)
+			return nil, nil, invalid(ErrDuplicateName, field+".Name", "%q is shard #%d and #%d", s.Name, j, i)
 		}
 		names[s.Name] = i
 		id := s.identity()
 		if other, dup := addrs[id]; dup {
-			return nil, fmt.Errorf("%w: shards %q and %q both use %s", ErrDuplicateAddr, other, s.Name, id)
+			return nil, nil, invalid(ErrDuplicateAddr, field+".Addr", "shards %q and %q both use %s", other, s.Name, id)
 		}
 		addrs[id] = s.Name
 		if s.Weight == 0 {
@@ -132,7 +235,166 @@ func validateShards(shards []Shard) ([]Shard, error) {
 		}
 		out[i] = s
 	}
-	return out, nil
+	nodes := make([]ring.Node, len(out))
+	for i, s := range out {
+		nodes[i] = ring.Node{Name: s.Name, Weight: s.Weight}
+	}
+	r, err := ring.New(nodes, &ring.Config{VnodesPerWeight: vnodes})
+	if err != nil {
+		return nil, nil, invalid(ErrInvalidWeight, "Shards", "%v (lower the weights or VnodesPerWeight)", err)
+	}
+	return out, r, nil
+}
+
+// resolve validates o and returns a copy with the defaults filled in. A nil
+// o gives the defaults.
+func (o *HealthOptions) resolve() (HealthOptions, error) {
+	var h HealthOptions
+	if o != nil {
+		h = *o
+	}
+	k := ErrInvalidHealthOptions
+	switch {
+	case h.Interval < 0:
+		return h, invalid(k, "Health.Interval", "%v is negative", h.Interval)
+	case h.Interval > 0 && h.Interval < minHealthInterval:
+		return h, invalid(k, "Health.Interval", "%v is below the minimum of %v", h.Interval, minHealthInterval)
+	case h.Timeout < 0:
+		return h, invalid(k, "Health.Timeout", "%v is negative", h.Timeout)
+	case h.Timeout > 0 && h.Timeout < minHealthTimeout:
+		return h, invalid(k, "Health.Timeout", "%v is below the minimum of %v", h.Timeout, minHealthTimeout)
+	case h.FailureThreshold < 0 || h.FailureThreshold > maxThreshold:
+		return h, invalid(k, "Health.FailureThreshold", "%d is outside [0, %d]", h.FailureThreshold, maxThreshold)
+	case h.RecoveryThreshold < 0 || h.RecoveryThreshold > maxThreshold:
+		return h, invalid(k, "Health.RecoveryThreshold", "%d is outside [0, %d]", h.RecoveryThreshold, maxThreshold)
+	case h.GutterTTL < 0:
+		return h, invalid(k, "Health.GutterTTL", "%v is negative", h.GutterTTL)
+	case h.GutterTTL > 0 && h.GutterTTL < time.Millisecond:
+		return h, invalid(k, "Health.GutterTTL", "%v is below 1ms (TTLs are set in milliseconds)", h.GutterTTL)
+	case h.Disable && h.Failover:
+		return h, invalid(k, "Health.Failover", "failover needs the heartbeat, which Disable turns off")
+	}
+	if h.Interval == 0 {
+		h.Interval = defaultHealthInterval
+	}
+	if h.Timeout == 0 {
+		h.Timeout = h.Interval
+	}
+	if h.FailureThreshold == 0 {
+		h.FailureThreshold = defaultThreshold
+	}
+	if h.RecoveryThreshold == 0 {
+		h.RecoveryThreshold = defaultThreshold
+	}
+	if h.GutterTTL == 0 {
+		h.GutterTTL = defaultGutterTTL
+	}
+	return h, nil
+}
+
+// resolve validates o against a client of n shards and returns a copy with
+// the defaults filled in.
+func (o *HotKeyOptions) resolve(n int) (HotKeyOptions, error) {
+	r := *o
+	k := ErrInvalidHotKeyOptions
+	switch {
+	case r.Mitigation != LocalCache && r.Mitigation != SplitCopies:
+		return r, invalid(k, "HotKeys.Mitigation", "%v: choose LocalCache or SplitCopies", r.Mitigation)
+	case r.MaxStaleness < 0:
+		return r, invalid(k, "HotKeys.MaxStaleness", "%v is negative", r.MaxStaleness)
+	case r.MaxStaleness > 0 && r.MaxStaleness < time.Millisecond:
+		return r, invalid(k, "HotKeys.MaxStaleness", "%v is below 1ms (copies expire in milliseconds)", r.MaxStaleness)
+	case r.CacheBytes < 0:
+		return r, invalid(k, "HotKeys.CacheBytes", "%d is negative", r.CacheBytes)
+	case r.CacheBytes > maxCacheBytes():
+		return r, invalid(k, "HotKeys.CacheBytes", "%d is more than this machine's memory (%d bytes)", r.CacheBytes, maxCacheBytes())
+	case r.Copies < 0 || r.Copies > n:
+		return r, invalid(k, "HotKeys.Copies", "%d is outside [0, %d shards]", r.Copies, n)
+	case r.Tracking < TrackingAuto || r.Tracking > TrackingOn:
+		return r, invalid(k, "HotKeys.Tracking", "%v", r.Tracking)
+	}
+	if r.MaxStaleness == 0 {
+		r.MaxStaleness = DefaultMaxStaleness
+	}
+	if r.CacheBytes == 0 {
+		r.CacheBytes = localcache.DefaultMaxBytes
+	}
+	if r.Copies == 0 {
+		r.Copies = min(defaultCopies, n)
+	}
+	if r.Detector != nil {
+		d := *r.Detector
+		r.Detector = &d
+		if _, err := hotkey.New(&d); err != nil {
+			return r, invalid(k, "HotKeys.Detector", "%v", err)
+		}
+	}
+	return r, nil
+}
+
+// maxCacheBytes is the largest LocalCache budget accepted: the machine's
+// memory where it is known, else 1 TiB.
+func maxCacheBytes() int64 {
+	if m := physicalMemory(); m > 0 {
+		return m
+	}
+	return 1 << 40
+}
+
+// resolve validates o and returns it with defaults filled in. A nil o gives
+// the defaults, which still bound GetOrLoad's load calls.
+func (o *LoadOptions) resolve() (LoadOptions, error) {
+	var r LoadOptions
+	if o != nil {
+		r = *o
+	}
+	k := ErrInvalidLoadOptions
+	switch {
+	case r.Lease < 0:
+		return r, invalid(k, "Load.Lease", "%v is negative", r.Lease)
+	case r.Lease > 0 && r.Lease < minLoadLease:
+		return r, invalid(k, "Load.Lease", "%v is below %v (the lease is set in milliseconds)", r.Lease, minLoadLease)
+	case r.Wait < 0:
+		return r, invalid(k, "Load.Wait", "%v is negative", r.Wait)
+	case r.PollInterval < 0:
+		return r, invalid(k, "Load.PollInterval", "%v is negative", r.PollInterval)
+	case r.PollInterval > 0 && r.PollInterval < minLoadPollInterval:
+		return r, invalid(k, "Load.PollInterval", "%v is below %v", r.PollInterval, minLoadPollInterval)
+	}
+	if r.Lease == 0 {
+		r.Lease = DefaultLoadLease
+	}
+	if r.Wait == 0 {
+		r.Wait = r.Lease
+	}
+	if r.PollInterval == 0 {
+		r.PollInterval = DefaultLoadPollInterval
+	}
+	return r, nil
+}
+
+// Validate reports whether Rebalance would accept o: the first invalid
+// field, named, in an error matching ErrInvalidRebalanceOptions.
+func (o RebalanceOptions) Validate() error {
+	_, err := o.resolve()
+	return err
+}
+
+// resolve validates o and returns it with defaults filled in.
+func (o RebalanceOptions) resolve() (RebalanceOptions, error) {
+	k := ErrInvalidRebalanceOptions
+	switch {
+	case o.BatchSize < 0 || o.BatchSize > maxBatchSize:
+		return o, invalid(k, "BatchSize", "%d is outside [0, %d]", o.BatchSize, maxBatchSize)
+	case math.IsNaN(o.Rate) || o.Rate < 0:
+		return o, invalid(k, "Rate", "%v: want 0 (no cap) or a number of keys per second", o.Rate)
+	case o.Rate != 0 && (o.Rate < minRate || o.Rate > maxRate):
+		return o, invalid(k, "Rate", "%v keys/s is outside [%g, %g] (0 means no cap)", o.Rate, minRate, maxRate)
+	}
+	if o.BatchSize == 0 {
+		o.BatchSize = defaultBatchSize
+	}
+	return o, nil
 }
 
 // shardOptions builds the go-redis options of one shard from the template.
@@ -152,17 +414,4 @@ func (o *Options) shardOptions(s Shard) *redis.Options {
 		opt.Addr = s.Addr
 	}
 	return &opt
-}
-
-// newShardClient builds the go-redis client of one shard.
-func (o *Options) newShardClient(s Shard) *redis.Client {
-	if s.Failover != nil && o.NewShardClient == nil {
-		fo := *s.Failover
-		return redis.NewFailoverClient(&fo)
-	}
-	opt := o.shardOptions(s)
-	if o.NewShardClient != nil {
-		return o.NewShardClient(s, opt)
-	}
-	return redis.NewClient(opt)
 }

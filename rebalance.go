@@ -12,12 +12,15 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// RebalanceOptions configures Rebalance. The zero value is usable.
+// RebalanceOptions configures Rebalance. The zero value is usable;
+// Validate reports what Rebalance would reject.
 type RebalanceOptions struct {
 	// BatchSize is the SCAN COUNT and the number of keys moved per
-	// pipelined batch. Zero means 500.
+	// pipelined batch, at most 1<<20. Default 500.
 	BatchSize int
-	// Rate caps the keys scanned per second over all shards. Zero means no cap.
+	// Rate caps the keys scanned per second over all shards: 0 for no cap,
+	// else between 0.001 and 1e9 (NaN, infinities and values outside are
+	// errors). Default 0.
 	Rate float64
 	// Progress, if set, is called after every batch with the totals so far.
 	// Calls are serialised.
@@ -66,25 +69,24 @@ type RebalanceReport struct {
 // Rebalance stops when ctx is done and returns the report so far with
 // ctx's error.
 func (c *Client) Rebalance(ctx context.Context, opt RebalanceOptions) (RebalanceReport, error) {
+	opt, err := opt.resolve()
+	if err != nil {
+		return RebalanceReport{}, err
+	}
 	top, err := c.topology()
 	if err != nil {
 		return RebalanceReport{}, err
 	}
-	if opt.BatchSize <= 0 {
-		opt.BatchSize = 500
-	}
 	sources := top.sources()
 	rb := &rebalancer{c: c, top: top, opt: opt, start: time.Now(),
 		report: RebalanceReport{Epoch: top.epoch, Moves: map[[2]string]int64{}}}
-	if opt.Rate > 0 {
-		rb.pace = time.NewTicker(time.Duration(float64(time.Second) * float64(opt.BatchSize) / opt.Rate))
-		defer rb.pace.Stop()
-	}
 	for _, s := range sources {
 		if n, err := s.client.DBSize(ctx).Result(); err == nil {
 			rb.report.Total += n
 		}
 	}
+	c.stats.rebalance.start(top.epoch, rb.report.Total)
+	defer c.stats.rebalance.running.Store(false)
 	// A server whose SCAN can skip keys deleted under it (miniredis; Redis
 	// itself guarantees it cannot) leaves keys behind: the verification
 	// finds them and another pass moves them.
@@ -136,7 +138,9 @@ type rebalancer struct {
 	top   *topology
 	opt   RebalanceOptions
 	start time.Time
-	pace  *time.Ticker // nil: no rate cap
+
+	paceMu sync.Mutex // guards paced
+	paced  int64      // keys admitted by pace so far
 
 	mu     sync.Mutex // guards report and serialises Progress
 	report RebalanceReport
@@ -156,14 +160,10 @@ func (rb *rebalancer) drain(ctx context.Context, src *shard) error {
 		}
 		// SCAN may return more than COUNT keys: move them BatchSize at a time.
 		for len(keys) > 0 {
-			if rb.pace != nil {
-				select {
-				case <-rb.pace.C:
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			}
 			n := min(len(keys), rb.opt.BatchSize)
+			if err := rb.pace(ctx, n); err != nil {
+				return err
+			}
 			if err := rb.moveBatch(ctx, src, keys[:n]); err != nil {
 				return err
 			}
@@ -178,6 +178,31 @@ func (rb *rebalancer) drain(ctx context.Context, src *shard) error {
 			return nil
 		}
 		cursor = next
+	}
+}
+
+// pace waits until n more keys may be moved without going over
+// RebalanceOptions.Rate since the start of the run: a batch of n keys is
+// admitted once the run has lasted (keys admitted so far + n) / Rate.
+func (rb *rebalancer) pace(ctx context.Context, n int) error {
+	if rb.opt.Rate == 0 {
+		return nil
+	}
+	rb.paceMu.Lock()
+	rb.paced += int64(n)
+	due := rb.start.Add(time.Duration(float64(rb.paced) / rb.opt.Rate * float64(time.Second)))
+	rb.paceMu.Unlock()
+	wait := time.Until(due)
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -207,6 +232,7 @@ func (rb *rebalancer) record(src *shard, keys, move []string, res []migration) {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
 	r := &rb.report
+	defer rb.c.stats.rebalance.record(r)
 	r.Scanned += int64(len(keys))
 	r.Skipped += int64(len(keys) - len(move))
 	for i, m := range res {

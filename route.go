@@ -20,10 +20,10 @@ func (h routeHook) DialHook(redis.DialHook) redis.DialHook {
 	return func(context.Context, string, string) (net.Conn, error) { return nil, errFrontDial }
 }
 
-func (h routeHook) ProcessHook(redis.ProcessHook) redis.ProcessHook { return h.c.process }
+func (h routeHook) ProcessHook(redis.ProcessHook) redis.ProcessHook { return h.c.processCommand }
 
 func (h routeHook) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return h.c.processPipeline
+	return h.c.processCommands
 }
 
 // sub is a command sent to one shard on behalf of a caller's command.

@@ -10,6 +10,32 @@ type counters struct {
 	shardDowns        atomic.Int64 // shards marked down
 	standInCommands   atomic.Int64 // commands served by a stand-in shard (Failover)
 	outageKeysCleaned atomic.Int64 // keys deleted when a shard came back
+
+	rebalance rebalanceCounters
+}
+
+// rebalanceCounters follow the Rebalance running now, or the last one.
+type rebalanceCounters struct {
+	running                       atomic.Bool
+	epoch                         atomic.Uint64
+	runs                          atomic.Int64
+	scanned, moved, failed, total atomic.Int64
+}
+
+func (r *rebalanceCounters) start(epoch uint64, total int64) {
+	r.runs.Add(1)
+	r.epoch.Store(epoch)
+	r.scanned.Store(0)
+	r.moved.Store(0)
+	r.failed.Store(0)
+	r.total.Store(total)
+	r.running.Store(true)
+}
+
+func (r *rebalanceCounters) record(p *RebalanceReport) {
+	r.scanned.Store(p.Scanned)
+	r.moved.Store(p.Moved)
+	r.failed.Store(p.Failed)
 }
 
 // Stats is a snapshot of a client's state and counters.
@@ -35,12 +61,26 @@ type Stats struct {
 	// stand-ins because they were written during an outage.
 	OutageKeysCleaned int64
 
+	// Rebalance follows the Rebalance running now, or the last one.
+	Rebalance RebalanceStats
+
 	// Hot keys
 
 	// Hot describes hot-key detection and mitigation: the keys hot now, the
 	// local cache, split copies and invalidation tracking. It is the zero
 	// value when Options.HotKeys is nil.
 	Hot HotStats
+}
+
+// RebalanceStats follows Rebalance (Stats.Rebalance). Its counts are those
+// of the run in progress, or of the last run when none is.
+type RebalanceStats struct {
+	Running bool   // a Rebalance is running now
+	Runs    int64  // Rebalance calls that started scanning
+	Epoch   uint64 // the ring the run moves keys for
+	// Scanned, Moved and Failed count keys so far (see RebalanceProgress);
+	// Total estimates the keys to scan.
+	Scanned, Moved, Failed, Total int64
 }
 
 // ShardStats describes one shard.
@@ -72,6 +112,9 @@ func (c *Client) Stats() Stats {
 			Name: s.Name, Addr: s.Addr, Weight: s.Weight, Share: shares[s.Name], Down: s.down.Load(),
 		})
 	}
+	r := &c.stats.rebalance
+	st.Rebalance = RebalanceStats{Running: r.running.Load(), Runs: r.runs.Load(), Epoch: r.epoch.Load(),
+		Scanned: r.scanned.Load(), Moved: r.moved.Load(), Failed: r.failed.Load(), Total: r.total.Load()}
 	// Hot keys
 	st.Hot = c.hotStats()
 	return st

@@ -140,8 +140,8 @@ func TestHotKeysTrackingInvalidation(t *testing.T) {
 	}
 	warm(t, c, key)
 	cachedAndTracked(t, c, shard, key, "v1")
-	if st := hotShard(c, shard); st.Tracking != redshard.TrackingActive {
-		t.Fatalf("shard %s tracking = %v, want %v", shard, st.Tracking, redshard.TrackingActive)
+	if st := hotShard(c, shard); st.Invalidation != redshard.InvalidationTracking {
+		t.Fatalf("shard %s tracking = %v, want %v", shard, st.Invalidation, redshard.InvalidationTracking)
 	}
 
 	// Another process writes: the invalidation, not MaxStaleness, makes the
@@ -196,7 +196,7 @@ func TestHotKeysTrackingInvalidation(t *testing.T) {
 func TestHotKeysSplitAllTypes(t *testing.T) {
 	ctx := context.Background()
 	const staleness = 300 * time.Millisecond
-	c, servers := hotClient(t, 3, redshard.HotKeyOptions{Mitigation: redshard.Split, Copies: 3, MaxStaleness: staleness})
+	c, servers := hotClient(t, 3, redshard.HotKeyOptions{Mitigation: redshard.SplitCopies, Copies: 3, MaxStaleness: staleness})
 	c.Set(ctx, "t:string", "s1", 0)
 	c.HSet(ctx, "t:hash", "a", "1", "b", "2")
 	c.RPush(ctx, "t:list", "x", "y")

@@ -1,0 +1,81 @@
+package redshard
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
+)
+
+// flights runs the calls redshard shares between callers (hot-key reads
+// and copy fills, handoffs of moved keys, GetOrLoad loads): one call per
+// key at a time, detached from the callers' contexts so that one caller
+// giving up does not fail the others, bounded by a deadline, and cancelled
+// and waited for by Client.Close. It is safe for concurrent use.
+type flights struct {
+	ctx    context.Context // cancelled by close
+	cancel context.CancelFunc
+
+	mu     sync.Mutex // guards closed; orders wg.Add before close's wg.Wait
+	closed bool
+	wg     sync.WaitGroup // running calls
+}
+
+func newFlights() *flights {
+	f := &flights{}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	return f
+}
+
+// do runs fn once for all callers asking g with the same key at the same
+// time, and waits for its result or for the caller's ctx. fn runs with a
+// context that keeps ctx's values but not its cancellation, ends after
+// timeout, and is cancelled by close. joined reports that this caller got
+// another caller's result instead of running fn itself. After close, fn
+// does not run and do returns redis.ErrClosed.
+func (f *flights) do(ctx context.Context, g *singleflight.Group, key string, timeout time.Duration,
+	fn func(context.Context) (any, error)) (v any, joined bool, err error) {
+	var led atomic.Bool
+	ch := g.DoChan(key, func() (any, error) {
+		led.Store(true)
+		if !f.enter() {
+			return nil, redis.ErrClosed
+		}
+		defer f.wg.Done()
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
+		stop := context.AfterFunc(f.ctx, cancel)
+		defer stop()
+		return fn(fctx)
+	})
+	select {
+	case <-ctx.Done():
+		return nil, !led.Load(), ctx.Err()
+	case r := <-ch:
+		return r.Val, !led.Load(), r.Err
+	}
+}
+
+// enter registers a call with close, or reports that close has begun.
+func (f *flights) enter() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return false
+	}
+	f.wg.Add(1)
+	return true
+}
+
+// close cancels the running calls and waits for them to return. Calls
+// started later do not run. It is idempotent.
+func (f *flights) close() {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
+	f.cancel()
+	f.wg.Wait()
+}
