@@ -400,7 +400,7 @@ func hotKeyOptions(mitigation string, fromConfig *redshard.HotKeyOptions, flagSe
 	case "local-cache":
 		return &redshard.HotKeyOptions{Mitigation: redshard.LocalCache}
 	case "split":
-		return &redshard.HotKeyOptions{Mitigation: redshard.Split}
+		return &redshard.HotKeyOptions{Mitigation: redshard.SplitCopies}
 	}
 	return nil
 }

@@ -54,7 +54,7 @@ are deleted afterwards).`)
 	case "local-cache":
 		hot.Mitigation = redshard.LocalCache
 	case "split":
-		hot.Mitigation = redshard.Split
+		hot.Mitigation = redshard.SplitCopies
 	default:
 		return usagef("--mitigation %q: want local-cache or split", *mitigation)
 	}
