@@ -2,12 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 )
 
@@ -153,5 +158,77 @@ func TestParseShardSpec(t *testing.T) {
 		if err != nil || s.Name != tc.name || s.Addr != tc.addr || s.Weight != tc.weight {
 			t.Errorf("parseShardSpec(%q) = %+v, %v; want %s %s %g", tc.spec, s, err, tc.name, tc.addr, tc.weight)
 		}
+	}
+}
+
+// withSubcommand adds sc to the subcommands for the rest of the test.
+func withSubcommand(t *testing.T, sc subcommand) {
+	t.Helper()
+	saved := subcommands
+	subcommands = append(slices.Clone(subcommands), sc)
+	t.Cleanup(func() { subcommands = saved })
+}
+
+func TestPanicExitsOne(t *testing.T) {
+	withSubcommand(t, subcommand{name: "crash", run: func(context.Context, []string, io.Writer, io.Writer) error {
+		var m map[string]int
+		m["x"]++ // a bug: assignment to a nil map
+		return nil
+	}})
+	// A worker goroutine's panic is carried to run as well.
+	withSubcommand(t, subcommand{name: "crash-worker", run: func(ctx context.Context, _ []string, _, _ io.Writer) error {
+		m := miniredis.RunT(t)
+		c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+		defer c.Close()
+		c.AddHook(panicHook{})
+		w := workload{kind: "uniform", keys: 10, concurrency: 2, readRatio: 1}
+		r := load(ctx, c, &w, w.keyNames(), "v", make(chan struct{}), nil)
+		r.wait()
+		return nil
+	}})
+	for _, name := range []string{"crash", "crash-worker"} {
+		code, _, errOut := runCmd(t, name)
+		if code != exitFail || !strings.Contains(errOut, "panic:") || !strings.Contains(errOut, "goroutine") ||
+			strings.Contains(errOut, "--help") {
+			t.Errorf("%s: exit %d, stderr %q; want exit 1 with the panic and its stack", name, code, errOut)
+		}
+	}
+}
+
+type panicHook struct{}
+
+func (panicHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (panicHook) ProcessHook(redis.ProcessHook) redis.ProcessHook {
+	return func(context.Context, redis.Cmder) error { panic("hook bug") }
+}
+func (panicHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func TestRedisLogQuietUnlessVerbose(t *testing.T) {
+	// A subcommand whose client cannot dial: go-redis logs the failure.
+	gone := miniredis.RunT(t)
+	addr := gone.Addr()
+	gone.Close()
+	withSubcommand(t, subcommand{name: "dial", run: func(ctx context.Context, args []string, stdout, _ io.Writer) error {
+		f := newFlags("dial", "", "")
+		if err := f.parse(args, stdout); err != nil {
+			return err
+		}
+		for range 3 {
+			c := redis.NewClient(&redis.Options{Addr: addr, DialerRetries: 1, MaxRetries: -1})
+			_ = c.Ping(ctx).Err()
+			c.Close()
+		}
+		return nil
+	}})
+	code, _, errOut := runCmd(t, "dial")
+	if code != exitOK || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "failed to dial") ||
+		!strings.Contains(errOut, "and 2 more") || !strings.Contains(errOut, "--verbose") {
+		t.Errorf("quiet: exit %d, stderr %q; want one summary line counting 3 log lines", code, errOut)
+	}
+	code, _, errOut = runCmd(t, "dial", "--verbose")
+	if code != exitOK || strings.Count(errOut, "failed to dial") != 3 || strings.Contains(errOut, "more (--verbose") {
+		t.Errorf("--verbose: exit %d, stderr %q; want the 3 log lines", code, errOut)
 	}
 }
