@@ -21,6 +21,9 @@ import (
 // sampleStep is the resolution of the per-shard load timeline.
 const sampleStep = 100 * time.Millisecond
 
+// maxEmbedded is the most embedded shards --shards and --weights start.
+const maxEmbedded = 64
+
 // benchConfig is the parsed command line of bench.
 type benchConfig struct {
 	wl         workload
@@ -73,7 +76,7 @@ draws FILE-load.png (commands per 100ms per shard) and FILE-latency.png.`)
 	var c benchConfig
 	c.wl.register(f, "uniform")
 	c.src.register(f, "shards")
-	f.IntVar(&c.shards, "shards", 3, "number of embedded shards (without --config/--shard)")
+	f.IntVar(&c.shards, "shards", 3, "number of embedded shards, 1 to 64 (without --config/--shard)")
 	f.StringVar(&c.weights, "weights", "", "`weights` of the embedded shards, comma-separated, e.g. 1,1,2 (default all 1; sets --shards)")
 	f.DurationVar(&c.duration, "duration", 10*time.Second, "how long each run sends operations")
 	f.StringVar(&c.mitigation, "mitigation", "none", "hot-key mitigation: none, local-cache or split; when not given, a --config file's hot_keys apply")
@@ -103,6 +106,10 @@ draws FILE-load.png (commands per 100ms per shard) and FILE-latency.png.`)
 		return usagef("--compare %q: the only comparison is goredis-ring", c.compare)
 	case c.addAt < 0 || c.killAt < 0:
 		return usagef("--add-shard-at and --kill-shard-at must not be negative")
+	case c.addAt >= c.duration && c.addAt > 0:
+		return usagef("--add-shard-at %v: the run ends at --duration %v; give a time before that", c.addAt, c.duration)
+	case c.killAt >= c.duration && c.killAt > 0:
+		return usagef("--kill-shard-at %v: the run ends at --duration %v; give a time before that", c.killAt, c.duration)
 	case c.killAt > 0 && c.src.given():
 		return usagef("--kill-shard-at needs embedded shards (no --config or --shard)")
 	case c.addAt > 0 && c.src.given() && len(c.addShard) != 1:
@@ -112,14 +119,27 @@ draws FILE-load.png (commands per 100ms per shard) and FILE-latency.png.`)
 	case c.src.given() && (f.isSet("shards") || f.isSet("weights")):
 		return usagef("--shards and --weights are for embedded shards; with --config or --shard the list comes from there")
 	}
+	// A chart file that cannot be written fails now, not after the run.
+	var charts *chartFiles
+	if c.png != "" {
+		var err error
+		if charts, err = createChartFiles(strings.TrimSuffix(c.png, ".png")); err != nil {
+			return fmt.Errorf("--png: %w", err)
+		}
+		defer charts.close()
+	}
 	fl, err := newFleet(&c.src, c.shards, c.weights, f.isSet("shards"))
 	if err != nil {
 		return err
 	}
 	defer fl.close()
 	fl.extra = c.addShard
-	if err := checkShards(append(fl.shards(), fl.extra...)); err != nil {
-		return usageError{fmt.Errorf("--add-shard: %w", err)}
+	if len(fl.extra) > 0 {
+		all := *fl.opt
+		all.Shards = append(fl.shards(), fl.extra...)
+		if err := all.Validate(); err != nil {
+			return usageError{fmt.Errorf("--add-shard: %w", err)}
+		}
 	}
 
 	if c.cpuProfile != "" {
@@ -164,12 +184,11 @@ draws FILE-load.png (commands per 100ms per shard) and FILE-latency.png.`)
 	} else {
 		writeComparison(stdout, results)
 	}
-	if c.png != "" {
-		files, err := drawCharts(strings.TrimSuffix(c.png, ".png"), results)
-		if err != nil {
+	if charts != nil {
+		if err := charts.draw(results); err != nil {
 			return fmt.Errorf("charts: %w", err)
 		}
-		fmt.Fprintf(stdout, "\ncharts: %s\n", strings.Join(files, ", "))
+		fmt.Fprintf(stdout, "\ncharts: %s\n", strings.Join(charts.names(), ", "))
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted: %w", ctx.Err())
@@ -199,6 +218,9 @@ func newFleet(src *source, n int, weightList string, nSet bool) (*fleet, error) 
 		}
 		return &fleet{opt: opt, desc: fmt.Sprintf("%d real shards: %s", len(opt.Shards), strings.Join(addrs, " "))}, nil
 	}
+	if n < 1 || n > maxEmbedded {
+		return nil, usagef("--shards %d: want 1 to %d embedded shards", n, maxEmbedded)
+	}
 	weights := make([]float64, n)
 	for i := range weights {
 		weights[i] = 1
@@ -213,8 +235,8 @@ func newFleet(src *source, n int, weightList string, nSet bool) (*fleet, error) 
 		}
 		weights = w
 	}
-	if len(weights) < 1 || len(weights) > 64 {
-		return nil, usagef("--shards %d: want 1 to 64 embedded shards", len(weights))
+	if len(weights) > maxEmbedded {
+		return nil, usagef("--weights has %d weights: want 1 to %d embedded shards", len(weights), maxEmbedded)
 	}
 	emb, err := startEmbedded(weights)
 	if err != nil {

@@ -222,3 +222,32 @@ func TestBenchRealShardsCleanup(t *testing.T) {
 		t.Errorf("keys left after the run: %q, want only %q", left, want)
 	}
 }
+
+func TestBenchBadPNGPathFailsFirst(t *testing.T) {
+	// A --png path that cannot be created fails before the run: the
+	// duration is long enough that running first would time the test out.
+	bad := filepath.Join(t.TempDir(), "no-such-dir", "run.png")
+	code, out, errOut := runCmd(t, "bench", "--duration", "1h", "--png", bad)
+	if code != exitFail || !strings.Contains(errOut, "--png") || !strings.Contains(errOut, "no-such-dir") ||
+		strings.Contains(errOut, "running") || out != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 naming the file before any run", code, out, errOut)
+	}
+}
+
+func TestBenchKillShardQuiet(t *testing.T) {
+	// Failed dials to the killed shard are go-redis log lines: without
+	// --verbose they are at most one summary line on stderr.
+	code, out, errOut := runCmd(t, benchArgs("--kill-shard-at", "100ms", "--read-ratio", "1")...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(errOut), "\n") {
+		if !strings.HasPrefix(l, "bench: running") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > 1 || (len(lines) == 1 && !strings.Contains(lines[0], "--verbose shows every line")) {
+		t.Errorf("stderr beyond the progress lines: %q", lines)
+	}
+}
