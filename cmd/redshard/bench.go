@@ -55,8 +55,10 @@ shard client, each command of a pipeline counted) with busiest/mean.
 
 Shards are embedded miniredis servers started in this process (--shards,
 --weights) unless --config or --shard name real ones. Against real servers
-every key the workload uses is under --prefix: the keys under it are deleted
-before each run and at the end (--cleanup), and nothing else is touched.
+the workload's keys (--prefix followed by key:0, key:1, ..., or celebrity)
+must not exist yet: bench refuses to start when a shard holds one. It
+deletes them, and the split copies of them, between runs and at the end
+(--cleanup), and touches no other key.
 
 Operations are single-key GETs and SETs, so every operation hands exactly
 one command to a shard client, except reads served by the local cache (or
@@ -89,7 +91,7 @@ draws FILE-load.png (commands per 100ms per shard) and FILE-latency.png.`)
 	f.BoolVar(&c.first, "compare-first", false, "with --compare, run the comparison before redshard (to check the order does not matter)")
 	f.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole command to `file` (go tool pprof)")
 	f.BoolVar(&c.preload, "preload", true, "write every key before the run, so reads hit")
-	f.BoolVar(&c.cleanup, "cleanup", true, "with real servers, delete the --prefix keys at the end")
+	f.BoolVar(&c.cleanup, "cleanup", true, "with real servers, delete the workload's keys at the end")
 	if err := f.parse(args, stdout); err != nil {
 		return err
 	}
@@ -160,21 +162,33 @@ draws FILE-load.png (commands per 100ms per shard) and FILE-latency.png.`)
 	case c.compare != "":
 		systems = append(systems, c.compare)
 	}
+	if !fl.embedded() {
+		// Real servers hold other data: write and delete only the
+		// workload's own keys, and only where none exists yet.
+		keys := c.wl.keyNames()
+		if err := fl.checkKeysFree(ctx, keys); err != nil {
+			return err
+		}
+		if c.cleanup {
+			hot := hotKeyOptions(c.mitigation, fl.opt.HotKeys, c.mitSet)
+			split := hot != nil && hot.Mitigation == redshard.SplitCopies
+			defer func() {
+				if err := fl.deleteKeys(context.WithoutCancel(ctx), keys, split); err != nil {
+					fmt.Fprintf(stderr, "bench: cleanup: %v\n", err)
+				}
+			}()
+		}
+	}
 	var results []*result
-	for _, sys := range systems {
+	for i, sys := range systems {
 		fmt.Fprintf(stderr, "bench: running %s for %v...\n", sys, c.duration)
-		r, err := c.runOne(ctx, sys, fl)
+		r, err := c.runOne(ctx, sys, fl, i == 0)
 		if err != nil {
 			return fmt.Errorf("%s: %w", sys, err)
 		}
 		results = append(results, r)
 		if ctx.Err() != nil {
 			break
-		}
-	}
-	if !fl.embedded() && c.cleanup {
-		if err := fl.deletePrefix(ctx, c.wl.prefix); err != nil {
-			fmt.Fprintf(stderr, "bench: cleanup: %v\n", err)
 		}
 	}
 
@@ -271,20 +285,70 @@ func (fl *fleet) shardOptions(s redshard.Shard) *redis.Options {
 	return &o
 }
 
-// deletePrefix deletes every key starting with prefix from every shard,
-// including those a run may add, and the split copies of such keys
+// keyBatch is how many keys one EXISTS or UNLINK names.
+const keyBatch = 1000
+
+// checkKeysFree fails when one of keys already exists on a shard of the
+// fleet (those a run may add included): the workload would overwrite, and
+// then delete, data it did not write.
+func (fl *fleet) checkKeysFree(ctx context.Context, keys []string) error {
+	for _, s := range append(fl.shards(), fl.extra...) {
+		c := redis.NewClient(fl.shardOptions(s))
+		err := func() error {
+			defer c.Close()
+			for lo := 0; lo < len(keys); lo += keyBatch {
+				batch := keys[lo:min(lo+keyBatch, len(keys))]
+				n, err := c.Exists(ctx, batch...).Result()
+				if err != nil {
+					return fmt.Errorf("shard %s: checking that the workload's keys are free: %w", s, err)
+				}
+				if n == 0 {
+					continue
+				}
+				example := batch[0]
+				for _, k := range batch {
+					if c.Exists(ctx, k).Val() == 1 {
+						example = k
+						break
+					}
+				}
+				return fmt.Errorf("shard %s already holds keys the workload would write, such as %q: "+
+					"give another --prefix (or delete them yourself if an earlier run with --cleanup=false left them)", s, example)
+			}
+			return nil
+		}()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteKeys deletes keys from every shard (those a run may add included)
+// and, with copies, the split copies of them
 // (redshard.SplitCopyPrefix + client tag + ":" + key), which would
-// otherwise expire on their own within MaxStaleness.
-func (fl *fleet) deletePrefix(ctx context.Context, prefix string) error {
-	patterns := []string{globEscape(prefix) + "*", globEscape(redshard.SplitCopyPrefix) + "*:" + globEscape(prefix) + "*"}
+// otherwise expire on their own within MaxStaleness. No other key is
+// touched.
+func (fl *fleet) deleteKeys(ctx context.Context, keys []string, copies bool) error {
+	ours := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		ours[k] = true
+	}
 	var errs []error
 	for _, s := range append(fl.shards(), fl.extra...) {
 		c := redis.NewClient(fl.shardOptions(s))
-		for _, pat := range patterns {
-			it := c.Scan(ctx, 0, pat, 1000).Iterator()
+		for lo := 0; lo < len(keys); lo += keyBatch {
+			errs = append(errs, c.Unlink(ctx, keys[lo:min(lo+keyBatch, len(keys))]...).Err())
+		}
+		if copies {
+			it := c.Scan(ctx, 0, globEscape(redshard.SplitCopyPrefix)+"*", keyBatch).Iterator()
 			var batch []string
 			for it.Next(ctx) {
-				if batch = append(batch, it.Val()); len(batch) == 1000 {
+				_, key, ok := strings.Cut(strings.TrimPrefix(it.Val(), redshard.SplitCopyPrefix), ":")
+				if !ok || !ours[key] {
+					continue
+				}
+				if batch = append(batch, it.Val()); len(batch) == keyBatch {
 					errs = append(errs, c.Unlink(ctx, batch...).Err())
 					batch = batch[:0]
 				}
@@ -449,16 +513,18 @@ type result struct {
 }
 
 // runOne runs the workload through one system on fresh (or, for real
-// servers, re-preloaded) shards.
-func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet) (*result, error) {
+// servers, re-preloaded) shards; first says no run came before it.
+func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, first bool) (*result, error) {
 	// Every run starts from the same state: empty embedded shards, or real
 	// ones without the previous run's keys (another client's placement).
 	if fl.emb != nil {
 		if err := fl.emb.reset(); err != nil {
 			return nil, err
 		}
-	} else if err := fl.deletePrefix(ctx, c.wl.prefix); err != nil {
-		return nil, fmt.Errorf("deleting the keys of an earlier run: %w", err)
+	} else if !first {
+		if err := fl.deleteKeys(ctx, c.wl.keyNames(), true); err != nil {
+			return nil, fmt.Errorf("deleting the keys of the previous run: %w", err)
+		}
 	}
 	cnt := newCounters()
 	res := &result{system: system, weights: map[string]float64{}}

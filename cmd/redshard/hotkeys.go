@@ -32,8 +32,9 @@ client's traffic passes --min-share; hot reads are then served as
 process of a fleet sees its own.
 
 Shards are embedded miniredis servers (--shards, --weights) unless
---config or --shard name real ones (the workload's keys, under --prefix,
-are deleted afterwards).`)
+--config or --shard name real ones. There the workload's keys (under
+--prefix) must not exist yet; they are deleted afterwards (--cleanup), with
+the split copies made of them, and no other key is touched.`)
 	var wl workload
 	wl.register(f, "zipf")
 	var src source
@@ -47,7 +48,7 @@ are deleted afterwards).`)
 	window := f.Duration("window", 0, "detector decay window (default hotkey.DefaultWindow, 10s)")
 	minRate := f.Float64("min-rate", 0, "operations per second a key needs to turn hot (default hotkey.DefaultMinRate, 100)")
 	minShare := f.Float64("min-share", 0, "share of the traffic a key needs to turn hot (default hotkey.DefaultMinShare, 0.01)")
-	cleanup := f.Bool("cleanup", true, "with real servers, delete the --prefix keys at the end")
+	cleanup := f.Bool("cleanup", true, "with real servers, delete the workload's keys at the end")
 	if err := f.parse(args, stdout); err != nil {
 		return err
 	}
@@ -100,16 +101,25 @@ are deleted afterwards).`)
 	}
 	defer c.Close()
 	keys := wl.keyNames()
+	if !fl.embedded() {
+		// Real servers hold other data: write and delete only the
+		// workload's own keys, and only where none exists yet.
+		if err := fl.checkKeysFree(ctx, keys); err != nil {
+			return err
+		}
+		if *cleanup {
+			defer func() {
+				// Split copies are made by this client: close it first.
+				c.Close()
+				if err := fl.deleteKeys(context.WithoutCancel(ctx), keys, hot.Mitigation == redshard.SplitCopies); err != nil {
+					fmt.Fprintf(stderr, "hotkeys: cleanup: %v\n", err)
+				}
+			}()
+		}
+	}
 	value := strings.Repeat("v", wl.valueSize)
 	if err := preload(ctx, c, keys, value); err != nil {
 		return err
-	}
-	if !fl.embedded() && *cleanup {
-		defer func() {
-			if err := fl.deletePrefix(context.WithoutCancel(ctx), wl.prefix); err != nil {
-				fmt.Fprintf(stderr, "hotkeys: cleanup: %v\n", err)
-			}
-		}()
 	}
 
 	fmt.Fprintf(stdout, "shards:   %s\nworkload: %s\nclient:   mitigation %s\n", fl.desc, wl.String(), hot.Mitigation)
