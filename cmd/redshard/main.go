@@ -14,7 +14,8 @@
 // embedded miniredis shards when given neither.
 //
 // Exit status: 0 on success, 1 when the work failed (a server, a bad
-// configuration file, keys that could not be moved), 2 for a usage error.
+// configuration file, keys that could not be moved, a panic), 2 for a
+// usage error.
 package main
 
 import (
@@ -133,8 +134,10 @@ Commands:
 The shard list comes from --config FILE (JSON; see docs/operations.md) or
 from repeated --shard name=host:port[:weight] flags.
 
-Run 'redshard <command> --help' for a command's flags.
-Exit status: 0 success, 1 failure, 2 usage error.
+Run 'redshard <command> --help' for a command's flags. Every command takes
+--verbose to print go-redis's own log lines (failed dials, ...), which are
+otherwise counted and summarised at the end.
+Exit status: 0 success, 1 failure (a panic included), 2 usage error.
 `)
 }
 
