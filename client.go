@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,8 +40,8 @@ type Client struct {
 	shardHooks atomic.Pointer[[]shardHook]  // AddHook/AddShardHook factories, for new shard clients
 	cmdHooks   atomic.Pointer[commandChain] // AddCommandHook chain; nil: none
 
-	mu       sync.Mutex                // guards retiring; serialises topology changes and hook additions
-	retiring map[*retirement]struct{}  // removed shards' backends, closed after a grace period
+	mu       sync.Mutex               // guards retiring; serialises topology changes and hook additions
+	retiring map[*retirement]struct{} // removed shards' backends, closed after a grace period
 
 	flights *flights // shared calls (hot reads, handoffs, loads), cancelled and awaited by Close
 	hot     *hotPath // nil when Options.HotKeys is nil
@@ -67,6 +68,10 @@ type topology struct {
 	// gutterTTL > 0 turns failover on: a down shard's keys are served by a
 	// stand-in, and writes there live at most gutterTTL.
 	gutterTTL time.Duration
+
+	// flight counts the commands running on this epoch's ring; the first
+	// move of the next change waits for it to reach zero.
+	flight *inflight
 }
 
 // shard is one shard of a topology: its configuration (which may differ
@@ -95,7 +100,7 @@ func NewClient(opt *Options) (*Client, error) {
 			return nil, err
 		}
 	}
-	top := &topology{epoch: 1, ring: cfg.ring}
+	top := &topology{epoch: 1, ring: cfg.ring, flight: &inflight{}}
 	if h := cfg.health; !h.Disable && h.Failover {
 		top.gutterTTL = h.GutterTTL
 	}
@@ -119,19 +124,25 @@ func NewClient(opt *Options) (*Client, error) {
 	return c, nil
 }
 
-// buildShards creates the backends of r, reusing those of old whose
-// configuration did not change. Caller holds c.mu or owns c exclusively.
+// buildShards creates the backends of r, reusing those of old (current
+// shards and orphans) for the same server with the same options, whatever
+// the shard's name: one server, one backend. Caller holds c.mu or owns c
+// exclusively.
 func (c *Client) buildShards(r *ring.Ring, shards []Shard, old *topology) []*shard {
 	cfg := make(map[string]Shard, len(shards))
 	for _, s := range shards {
 		cfg[s.Name] = s
 	}
+	var prev []*shard
+	if old != nil {
+		prev = old.sources()
+	}
 	nodes := r.Nodes()
 	out := make([]*shard, len(nodes))
 	for i, n := range nodes {
 		s := cfg[n.Name]
-		if prev, ok := old.shard(n.Name); ok && sameEndpoint(prev.Shard, s) {
-			out[i] = &shard{Shard: s, backend: prev.backend}
+		if j := slices.IndexFunc(prev, func(p *shard) bool { return sameEndpoint(p.backend.shard, s) }); j >= 0 {
+			out[i] = &shard{Shard: s, backend: prev[j].backend}
 			continue
 		}
 		out[i] = &shard{Shard: s, backend: c.newBackend(s)}
@@ -151,9 +162,10 @@ func (t *topology) shard(name string) (*shard, bool) {
 	return t.shards[i], true
 }
 
-// sameEndpoint reports whether a shard client built for a can serve b.
+// sameEndpoint reports whether a shard client built for a can serve b: the
+// same server, reached with the same options.
 func sameEndpoint(a, b Shard) bool {
-	return a.Addr == b.Addr && a.Options == b.Options && a.Failover == b.Failover
+	return a.identity() == b.identity() && a.Addr == b.Addr && a.Options == b.Options && a.Failover == b.Failover
 }
 
 // topology returns the current snapshot, or redis.ErrClosed.
@@ -163,6 +175,28 @@ func (c *Client) topology() (*topology, error) {
 	}
 	return c.top.Load(), nil
 }
+
+// enter returns the current topology with one more command counted in
+// flight on it; the caller calls exit when the command is done. A command
+// that loaded a topology just as SetShards replaced it counts itself on the
+// new one instead, so once the first move of a change has seen the old
+// ring's count at zero, no command of the old ring can start.
+func (c *Client) enter() (*topology, error) {
+	for {
+		top, err := c.topology()
+		if err != nil {
+			return nil, err
+		}
+		top.flight.n.Add(1)
+		if c.top.Load().epoch == top.epoch {
+			return top, nil
+		}
+		top.flight.n.Add(-1)
+	}
+}
+
+// exit ends a command counted by enter.
+func (t *topology) exit() { t.flight.n.Add(-1) }
 
 // Close cancels the shared calls redshard runs for its callers (hot-key
 // reads, handoffs, GetOrLoad loads) and waits for them, stops the health

@@ -37,8 +37,6 @@ import (
 //	  "db": 0,
 //	  "tls": false,                                  // TLS 1.2+, server name from each addr
 //	  "pool_size": 0, "dial_timeout": "5s", "read_timeout": "3s", "write_timeout": "3s",
-//	  "handoff_window": "10m",                       // Options.HandoffWindow
-//	  "disable_handoff": false,                      // Options.DisableHandoff
 //	  "health": {                                    // Options.Health
 //	    "disable": false, "interval": "500ms", "timeout": "500ms",
 //	    "failure_threshold": 2, "recovery_threshold": 2,
@@ -90,8 +88,6 @@ type fileConfig struct {
 	DialTimeout     string       `json:"dial_timeout"`
 	ReadTimeout     string       `json:"read_timeout"`
 	WriteTimeout    string       `json:"write_timeout"`
-	HandoffWindow   string       `json:"handoff_window"`
-	DisableHandoff  bool         `json:"disable_handoff"`
 	Health          *fileHealth  `json:"health"`
 	HotKeys         *fileHotKeys `json:"hot_keys"`
 }
@@ -142,7 +138,7 @@ func parseConfig(data []byte) (*Options, error) {
 		return nil, fmt.Errorf("unexpected data after the JSON object at %s", position(data, dec.InputOffset()))
 	}
 
-	opt := &Options{VnodesPerWeight: fc.VnodesPerWeight, DisableHandoff: fc.DisableHandoff}
+	opt := &Options{VnodesPerWeight: fc.VnodesPerWeight}
 	if fc.Shards == nil {
 		return nil, fmt.Errorf("shards: %w (the field is required)", ErrNoShards)
 	}
@@ -159,7 +155,6 @@ func parseConfig(data []byte) (*Options, error) {
 		ReadTimeout:  d.parse("read_timeout", fc.ReadTimeout),
 		WriteTimeout: d.parse("write_timeout", fc.WriteTimeout),
 	}
-	opt.HandoffWindow = d.parse("handoff_window", fc.HandoffWindow)
 	switch {
 	case d.err != nil:
 		return nil, d.err

@@ -37,7 +37,6 @@ func TestLoadConfigGood(t *testing.T) {
   "pool_size": 20,
   "dial_timeout": "2s",
   "read_timeout": "250ms",
-  "handoff_window": "5m",
   "health": {"interval": "200ms", "failure_threshold": 3, "failover": true, "gutter_ttl": "10s"},
   "hot_keys": {"mitigation": "split", "max_staleness": "2s", "copies": 2,
                "detector": {"window": "5s", "min_rate": 50, "min_share": 0.02}}
@@ -63,8 +62,6 @@ func TestLoadConfigGood(t *testing.T) {
 	switch {
 	case opt.VnodesPerWeight != 512:
 		t.Errorf("VnodesPerWeight = %d", opt.VnodesPerWeight)
-	case opt.HandoffWindow != 5*time.Minute:
-		t.Errorf("HandoffWindow = %v", opt.HandoffWindow)
 	case so == nil:
 		t.Fatal("ShardOptions is nil")
 	case so.Username != "app" || so.Password != "s3cret" || so.DB != 3 || so.PoolSize != 20:
@@ -97,7 +94,7 @@ func TestLoadConfigMinimal(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadConfig: %v", err)
 	}
-	if opt.ShardOptions != nil || opt.Health != nil || opt.HotKeys != nil || opt.HandoffWindow != 0 || opt.VnodesPerWeight != 0 {
+	if opt.ShardOptions != nil || opt.Health != nil || opt.HotKeys != nil || opt.VnodesPerWeight != 0 {
 		t.Errorf("defaults not left zero: %+v", opt)
 	}
 }
@@ -117,7 +114,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"unknown nested field", `{"shards": [{"name": "a", "addr": "x:1"}], "health": {"intervl": "1s"}}`, []string{`unknown field "intervl"`}, nil},
 		{"wrong type", `{"shards": [{"name": "a", "addr": "x:1", "weight": "2"}]}`, []string{"weight", "a number"}, nil},
 		{"bad duration", `{"shards": [{"name": "a", "addr": "x:1"}], "health": {"interval": "5 parsecs"}}`, []string{"health.interval", `"5 parsecs"`, "not a duration"}, nil},
-		{"duration as number", `{"shards": [{"name": "a", "addr": "x:1"}], "handoff_window": 600}`, []string{"handoff_window", "a string"}, nil},
+		{"duration as number", `{"shards": [{"name": "a", "addr": "x:1"}], "health": {"interval": 600}}`, []string{"interval", "a string"}, nil},
 		{"negative duration", `{"shards": [{"name": "a", "addr": "x:1"}], "hot_keys": {"mitigation": "split", "max_staleness": "-1s"}}`, []string{"hot_keys.max_staleness", "negative"}, nil},
 		{"missing shards", `{"vnodes_per_weight": 10}`, []string{"shards", "required"}, redshard.ErrNoShards},
 		{"empty shards", `{"shards": []}`, []string{"shards"}, redshard.ErrNoShards},
@@ -128,6 +125,11 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"bad mitigation", `{"shards": [{"name": "a", "addr": "x:1"}], "hot_keys": {"mitigation": "magic"}}`, []string{"hot_keys.mitigation", `"magic"`}, redshard.ErrInvalidHotKeyOptions},
 		{"too many copies", `{"shards": [{"name": "a", "addr": "x:1"}], "hot_keys": {"mitigation": "split", "copies": 3}}`, []string{"hot_keys", "Copies"}, redshard.ErrInvalidHotKeyOptions},
 		{"bad detector", `{"shards": [{"name": "a", "addr": "x:1"}], "hot_keys": {"mitigation": "split", "detector": {"min_share": 2}}}`, []string{"hot_keys.detector"}, redshard.ErrInvalidHotKeyOptions},
+		{"heartbeat too fast", `{"shards": [{"name": "a", "addr": "x:1"}], "health": {"interval": "1us"}}`, []string{"health.interval", "minimum"}, redshard.ErrInvalidHealthOptions},
+		{"negative threshold", `{"shards": [{"name": "a", "addr": "x:1"}], "health": {"failure_threshold": -1}}`, []string{"health.failure_threshold"}, redshard.ErrInvalidHealthOptions},
+		{"sub-ms gutter TTL", `{"shards": [{"name": "a", "addr": "x:1"}], "health": {"failover": true, "gutter_ttl": "10us"}}`, []string{"health.gutter_ttl"}, redshard.ErrInvalidHealthOptions},
+		{"handoff window is gone", `{"shards": [{"name": "a", "addr": "x:1"}], "handoff_window": "1m"}`, []string{`unknown field "handoff_window"`}, nil},
+		{"cache beyond memory", `{"shards": [{"name": "a", "addr": "x:1"}], "hot_keys": {"mitigation": "local-cache", "cache_bytes": 9223372036854775807}}`, []string{"hot_keys.cache_bytes", "memory"}, redshard.ErrInvalidHotKeyOptions},
 		{"unset password variable", `{"shards": [{"name": "a", "addr": "x:1"}], "password_env": "REDSHARD_TEST_UNSET_VARIABLE"}`, []string{"password_env", "REDSHARD_TEST_UNSET_VARIABLE", "not set"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

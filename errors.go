@@ -74,8 +74,9 @@ var (
 	// HealthOptions.Failover sends them to a stand-in shard.
 	ErrShardDown = errors.New("redshard: shard is down")
 	// ErrHandoffInProgress is returned by SetShards while the previous
-	// change is still being handed off: run Rebalance (or EndHandoff) first,
-	// or wait for Options.HandoffWindow to pass.
+	// membership change is not finished: run Rebalance to finish it. Moves
+	// of a change also fail with it while commands of the previous ring
+	// still run after a generous bound.
 	ErrHandoffInProgress = errors.New("redshard: the previous membership change is still being handed off")
 )
 

@@ -9,3 +9,11 @@ func SetRetireGrace(d time.Duration) (restore func()) {
 	retireGrace = d
 	return func() { retireGrace = old }
 }
+
+// Retiring returns how many groups of removed shards' backends wait to be
+// closed.
+func (c *Client) Retiring() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.retiring)
+}

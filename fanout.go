@@ -1,8 +1,10 @@
 package redshard
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 
@@ -56,6 +58,9 @@ func (t *topology) mergeFanout(cmd redis.Cmder, info command.Info, subs []sub) {
 			cmd.SetErr(fmt.Errorf("redshard: %s: %w", displayName(info.Name), err))
 			return
 		}
+		if info.Name == "keys" {
+			v = withoutInternalKeys(v)
+		}
 		setResult(cmd, v)
 	case command.MergeAnd:
 		v, err := and(subs)
@@ -83,6 +88,20 @@ func (t *topology) mergeFanout(cmd redis.Cmder, info command.Info, subs []sub) {
 
 func mergeErr(info command.Info, c redis.Cmder) error {
 	return fmt.Errorf("redshard: %s: cannot merge replies of type %T", displayName(info.Name), c)
+}
+
+// withoutInternalKeys drops redshard's own keys from a KEYS reply.
+func withoutInternalKeys(v interface{}) interface{} {
+	switch keys := v.(type) {
+	case []string:
+		return slices.DeleteFunc(keys, isInternalKey)
+	case []interface{}:
+		return slices.DeleteFunc(keys, func(k interface{}) bool {
+			s, ok := k.(string)
+			return ok && isInternalKey(s)
+		})
+	}
+	return v
 }
 
 // concat joins array replies in shard order; map replies (PUBSUB NUMSUB)
@@ -147,4 +166,48 @@ func setResult(cmd redis.Cmder, v interface{}) {
 	if !setValue(cmd, v) {
 		cmd.SetErr(fmt.Errorf("redshard: %s: cannot store a merged %T reply in a %T", displayName(cmd.Name()), v, cmd))
 	}
+}
+
+// randomKey answers RANDOMKEY without ever naming one of redshard's own
+// keys: shards are tried in random order, each with a few RANDOMKEY calls,
+// then a SCAN for a user key when the server keeps answering with internal
+// ones.
+func (t *topology) randomKey(ctx context.Context, cmd redis.Cmder) error {
+	for _, i := range rand.Perm(len(t.shards)) {
+		s := t.shards[i]
+		if s.down.Load() {
+			continue
+		}
+		k, err := randomUserKey(ctx, s.client)
+		switch {
+		case err == redis.Nil:
+			continue
+		case err != nil:
+			cmd.SetErr(t.shardErr(i, err))
+			return cmd.Err()
+		}
+		setResult(cmd, k)
+		return nil
+	}
+	cmd.SetErr(redis.Nil)
+	return redis.Nil
+}
+
+func randomUserKey(ctx context.Context, cl *redis.Client) (string, error) {
+	for range 4 {
+		k, err := cl.RandomKey(ctx).Result()
+		if err != nil || !isInternalKey(k) {
+			return k, err
+		}
+	}
+	iter := cl.Scan(ctx, 0, "", 100).Iterator()
+	for iter.Next(ctx) {
+		if k := iter.Val(); !isInternalKey(k) {
+			return k, nil
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return "", err
+	}
+	return "", redis.Nil
 }

@@ -242,12 +242,21 @@ func (c *Client) cleanOutage(top *topology, b *backend) error {
 }
 
 // serve returns the stand-in that serves the keys of a command owned by
-// shard i while i is down and failover is on.
+// shard i while i is down and failover is on. Each key's stand-in is its
+// own next live shard clockwise; a command whose keys would go to
+// different stand-ins is refused (false), since running it on the first
+// key's would hide the others from their readers.
 func (t *topology) serve(i int, args []interface{}, keys []int) (int, bool) {
 	if t.gutterTTL <= 0 || len(keys) == 0 {
 		return -1, false
 	}
-	return t.standIn(i, command.Arg(args[keys[0]]))
+	j, ok := t.standIn(i, command.Arg(args[keys[0]]))
+	for _, k := range keys[1:] {
+		if o, _ := t.standIn(i, command.Arg(args[k])); !ok || o != j {
+			return -1, false
+		}
+	}
+	return j, ok
 }
 
 // recordStandIn records that the keys of a write owned by down shard i go

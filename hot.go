@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -92,10 +91,6 @@ const defaultCopies = 3
 // Rebalance leaves them where they are. Do not use keys with this prefix
 // for data.
 const SplitCopyPrefix = "redshard:copy:"
-
-// ErrBadHotKeyOptions is returned (wrapped, with the offending field) by
-// NewClient for invalid HotKeyOptions. Match it with errors.Is.
-var ErrBadHotKeyOptions = errors.New("redshard: bad HotKeyOptions")
 
 // HotKeyOptions turns on hot-key detection and mitigation (Options.HotKeys).
 //

@@ -41,7 +41,7 @@ type HotStats struct {
 
 // HotShardStats is the hot-key state of one shard.
 type HotShardStats struct {
-	Name     string
+	Name string
 	// Invalidation is how the shard's cached replies are kept fresh.
 	Invalidation InvalidationState
 	// Connected reports whether the shard's invalidation connection is

@@ -2,13 +2,15 @@ package redshard
 
 import (
 	"context"
-	"errors"
+	"encoding/hex"
 	"fmt"
 	"slices"
-	"strings"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
@@ -23,6 +25,9 @@ var retireGrace = 5 * time.Second
 const (
 	// handoffTimeout bounds one key's migration from its previous owner.
 	handoffTimeout = 5 * time.Second
+	// drainTimeout bounds how long the first move of a change waits for the
+	// commands that started on the previous ring to finish.
+	drainTimeout = 30 * time.Second
 	// maxHandoffDone bounds the set of keys known to be handed off; past it
 	// a key is simply checked again on its next use.
 	maxHandoffDone = 1 << 20
@@ -30,12 +35,32 @@ const (
 	handoffParallelism = 16
 )
 
-// handoff is the state of one membership change: the previous topology,
-// and which keys have already been brought over from it.
+// inflight counts the commands routed on one epoch's topology that are
+// still running (blocking commands excepted). Copies of a topology with the
+// same epoch share it.
+type inflight struct{ n atomic.Int64 }
+
+// handoff is the state of one membership change, from the moment SetShards
+// publishes the new ring until Rebalance has drained it: the previous
+// topology, the change's id and settled set, and which keys this process
+// has already seen settled.
 type handoff struct {
-	from  *topology
-	until time.Time
-	group singleflight.Group // keyed by key, run by Client.flights; one group per change (epoch)
+	from    *topology
+	id      string // the same in every process that makes the same change
+	settled string // name of the change's settled set on each new owner
+
+	group singleflight.Group // keyed by key, run by Client.flights
+
+	drainOnce sync.Mutex // serialises the wait for the previous ring's commands
+	drained   atomic.Bool
+
+	// movers counts the moves running in this process; Rebalance waits for
+	// them before it deletes the settled sets. flush (FLUSHDB, FLUSHALL)
+	// excludes them.
+	moversMu sync.Mutex // guards moversClosed and orders movers.Add before Wait
+	movers   sync.WaitGroup
+	closed   bool
+	flush    sync.RWMutex
 
 	mu   sync.Mutex
 	done map[string]struct{} // guarded by mu: keys migrated or found absent on the previous owner
@@ -56,26 +81,70 @@ func (h *handoff) markDone(key string) {
 	h.mu.Unlock()
 }
 
+// enterMove registers a move; false once the change is over.
+func (h *handoff) enterMove() bool {
+	h.moversMu.Lock()
+	defer h.moversMu.Unlock()
+	if h.closed {
+		return false
+	}
+	h.movers.Add(1)
+	h.flush.RLock()
+	return true
+}
+
+func (h *handoff) leaveMove() {
+	h.flush.RUnlock()
+	h.movers.Done()
+}
+
+// closeMoves stops new moves and waits for the running ones.
+func (h *handoff) closeMoves() {
+	h.moversMu.Lock()
+	h.closed = true
+	h.moversMu.Unlock()
+	h.movers.Wait()
+}
+
+// changeID names the change from old to next in a way every process that
+// makes the same change computes alike: a hash of both shard lists.
+func changeID(old, next *topology) string {
+	d := xxhash.New()
+	for _, t := range []*topology{old, next} {
+		_, _ = d.WriteString(strconv.Itoa(t.ring.VnodesPerWeight()))
+		for _, s := range t.shards {
+			_, _ = d.WriteString("|" + s.Name + "=" + s.identity() + "@" + strconv.FormatFloat(s.Weight, 'g', -1, 64))
+		}
+		_, _ = d.WriteString(";")
+	}
+	var b [8]byte
+	return hex.EncodeToString(d.Sum(b[:0]))
+}
+
 // SetShards switches the client to a new shard list. The new ring is
 // published atomically with a higher epoch: commands already running
 // finish against the ring they started with, and none fails because of the
-// switch. Clients of shards that keep their name and endpoint are reused;
-// clients of new shards are created; clients of removed shards stay open
-// until Rebalance has moved their keys, then close.
+// switch. A shard keeps its client when its server (address, or Sentinel
+// master) and options are unchanged, whatever its name: renaming a shard
+// moves no key that is already on its server. Clients of new servers are
+// created; clients of removed ones stay open until Rebalance has moved
+// their keys, then close.
 //
-// After the switch, the first command on a key whose owner changed first
-// brings the key over from its previous owner (DUMP, PTTL, then RESTORE
-// without REPLACE on the new owner, so a newer value written there wins,
-// and a compare-and-delete on the previous owner), once per key however
-// many goroutines ask. Reads therefore keep hitting, writes apply to the
-// existing value, and a deleted key cannot come back from the previous
-// owner. The handoff ends when Rebalance completes, on EndHandoff, or after
-// Options.HandoffWindow.
+// After the switch, the first command on a key whose owner is now another
+// server first brings the key over from its previous owner, once per key
+// however many goroutines (or processes) ask, under the protocol of
+// docs/membership.md: reads keep hitting, writes apply to the existing
+// value, a deleted key cannot come back, and commands that started on the
+// old ring finish before any key moves. While the previous owner is down,
+// such a key's commands fail with its ErrShardDown (or, with
+// HealthOptions.Failover, go on without its old value). The change lasts
+// until Rebalance has moved every key it displaced; until then a further
+// SetShards is refused with ErrHandoffInProgress, since a second change on
+// top of an undrained one could bring stale copies back.
 //
 // An invalid list is rejected with the same errors as NewClient (see
-// Options.Validate) and the current ring stays. A second change while a handoff is still running is
-// refused with ErrHandoffInProgress. Every client of a fleet should be given
-// the same list before Rebalance runs.
+// Options.Validate) and the current ring stays. Every client of a fleet
+// should be given the same list before Rebalance runs.
 func (c *Client) SetShards(ctx context.Context, shards []Shard) error {
 	valid, r, err := resolveShards(shards, c.cfg.opt.VnodesPerWeight)
 	if err != nil {
@@ -87,83 +156,54 @@ func (c *Client) SetShards(ctx context.Context, shards []Shard) error {
 		return redis.ErrClosed
 	}
 	old := c.top.Load()
-	if h := old.handoff; h != nil {
-		if time.Now().Before(h.until) {
-			return fmt.Errorf("%w (epoch %d, until %s)", ErrHandoffInProgress, old.epoch, h.until.Format(time.RFC3339))
-		}
-		old = c.endHandoffLocked(old)
+	if old.handoff != nil {
+		return fmt.Errorf("%w (the change to epoch %d): run Rebalance to finish it", ErrHandoffInProgress, old.epoch)
 	}
-	top := &topology{epoch: old.epoch + 1, ring: r, gutterTTL: old.gutterTTL}
+	top := &topology{epoch: old.epoch + 1, ring: r, gutterTTL: old.gutterTTL, flight: &inflight{}}
 	top.shards = c.buildShards(r, valid, old)
-	// Shards that left keep their clients: their keys are still to be
+	// Servers that left keep their clients: their keys are still to be
 	// moved (handoff, Rebalance).
 	for _, s := range old.sources() {
 		if !slices.ContainsFunc(top.shards, func(n *shard) bool { return n.backend == s.backend }) {
 			top.orphans = append(top.orphans, s)
 		}
 	}
-	if window := c.cfg.handoffWindow; window > 0 {
-		top.handoff = &handoff{from: old, until: time.Now().Add(window), done: map[string]struct{}{}}
-	}
+	id := changeID(old, top)
+	top.handoff = &handoff{from: old, id: id, settled: settledPrefix + id, done: map[string]struct{}{}}
 	c.top.Store(top)
 	return nil
 }
 
-// EndHandoff ends the handoff of the last membership change now: keys
-// still on their previous owner are no longer looked for there (they miss
-// until Rebalance moves them). The clients of removed shards stay open
-// until a Rebalance has moved their keys.
-func (c *Client) EndHandoff() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed.Load() {
-		return
-	}
-	if top := c.top.Load(); top.handoff != nil {
-		c.endHandoffLocked(top)
-	}
-}
-
-// endHandoffLocked publishes top without its handoff. Caller holds c.mu.
-func (c *Client) endHandoffLocked(top *topology) *topology {
-	next := *top
-	next.handoff = nil
-	c.top.Store(&next)
-	return &next
-}
-
-// releaseOrphansLocked publishes top without its handoff and its removed
-// shards, whose keys have all been moved, and closes their clients after a
-// grace period for commands that started on an older ring. Caller holds c.mu.
-func (c *Client) releaseOrphansLocked(top *topology) {
+// releaseChangeLocked publishes top without its handoff and its removed
+// shards, whose keys have all been moved, then (outside c.mu, in the
+// caller's goroutine) waits for this process's moves to end, deletes the
+// change's settled sets and retires the removed shards. Caller holds c.mu;
+// the returned func must be called after unlocking it.
+func (c *Client) releaseChangeLocked(ctx context.Context, top *topology) func() {
 	next := *top
 	next.handoff, next.orphans = nil, nil
 	c.top.Store(&next)
-	if len(top.orphans) == 0 {
-		return
-	}
+	h := top.handoff
 	gone := make([]*backend, len(top.orphans))
 	for i, s := range top.orphans {
 		gone[i] = s.backend
 	}
-	c.retireLocked(gone)
+	return func() {
+		h.closeMoves()
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handoffTimeout)
+		defer cancel()
+		parallel(len(top.shards), func(i int) {
+			_ = top.shards[i].client.Del(dctx, h.settled).Err() // a leftover expires (settledTTL)
+		})
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.retireLocked(gone)
+	}
 }
 
 // handOff brings the given keys of a command over from their previous
-// owners, when a handoff is running and their owner changed.
+// owners, when a change is in progress and their owner changed.
 func (c *Client) handOff(ctx context.Context, top *topology, args []interface{}, keys []int) error {
-	h := top.handoff
-	if h == nil {
-		return nil
-	}
-	if time.Now().After(h.until) {
-		c.mu.Lock()
-		if cur := c.top.Load(); cur.handoff == h && !c.closed.Load() {
-			c.endHandoffLocked(cur)
-		}
-		c.mu.Unlock()
-		return nil
-	}
 	for _, k := range keys {
 		if err := c.handOffKey(ctx, top, command.Arg(args[k])); err != nil {
 			return err
@@ -177,9 +217,6 @@ func (c *Client) handOffAll(ctx context.Context, top *topology, keys []string) e
 	if top.handoff == nil || len(keys) == 0 {
 		return nil
 	}
-	if time.Now().After(top.handoff.until) {
-		return c.handOff(ctx, top, nil, nil)
-	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(handoffParallelism)
 	for _, k := range keys {
@@ -188,168 +225,89 @@ func (c *Client) handOffAll(ctx context.Context, top *topology, keys []string) e
 	return g.Wait()
 }
 
-// handOffKey migrates one key from its previous owner, once per key per
-// change however many goroutines ask. A previous owner that cannot be
-// reached does not fail the command: its data is unavailable either way.
+// handOffKey settles one key on its new owner before a command uses it:
+// moves it from its previous owner, once per key per change however many
+// goroutines ask. It fails when the previous owner is down or cannot be
+// reached (its copy may be the newest), unless failover is on, where the
+// key is settled without it.
 func (c *Client) handOffKey(ctx context.Context, top *topology, key string) error {
 	h := top.handoff
 	from := h.from.shards[h.from.ring.LookupIndex(key)]
 	to := top.shards[top.ring.LookupIndex(key)]
-	if from.Name == to.Name || from.down.Load() || h.isDone(key) {
+	if from.id == to.id || h.isDone(key) {
 		return nil
 	}
+	if err := c.awaitDrain(ctx, h); err != nil {
+		return err
+	}
 	_, _, err := c.flights.do(ctx, &h.group, key, handoffTimeout, func(mctx context.Context) (any, error) {
-		res, err := migrateKey(mctx, from.client, to.client, key)
+		if !h.enterMove() {
+			return nil, nil // the change is over: the key is on its owner
+		}
+		defer h.leaveMove()
+		if from.down.Load() {
+			return nil, c.settleWithoutPrevious(mctx, h, from, to, key)
+		}
+		res, err := moveKeys(mctx, from.client, []string{key}, h.settled, func(string) *redis.Client { return to.client })
+		if err == nil {
+			err = res[0].err
+		}
 		if err != nil {
 			c.stats.handoffErrors.Add(1)
-			return nil, nil // not marked done: the next use tries again
+			if from.down.Load() { // marked down meanwhile
+				return nil, c.settleWithoutPrevious(mctx, h, from, to, key)
+			}
+			return nil, fmt.Errorf("redshard: moving key %q from its previous owner %s to %s: %w", key, from.Shard, to.Shard, err)
 		}
-		if res.moved {
+		if res[0].moved {
 			c.stats.handoffMoved.Add(1)
 		}
 		h.markDone(key)
 		return nil, nil
 	})
-	if ctx.Err() != nil || errors.Is(err, redis.ErrClosed) {
-		return err
+	return err
+}
+
+// settleWithoutPrevious handles a key whose previous owner is down: with
+// failover the key is settled on its new owner without the old value (it
+// must never be moved there later); without, the command fails with the
+// previous owner's ErrShardDown.
+func (c *Client) settleWithoutPrevious(ctx context.Context, h *handoff, from, to *shard, key string) error {
+	if c.top.Load().gutterTTL <= 0 {
+		return fmt.Errorf("redshard: key %q is still on its previous owner: %w", key, from.downError())
 	}
+	if err := settleAbsentScript.Run(ctx, to.client, []string{key, h.settled}, settledTTL.Milliseconds()).Err(); err != nil {
+		return fmt.Errorf("redshard: settling key %q on %s: %w", key, to.Shard, err)
+	}
+	h.markDone(key)
 	return nil
 }
 
-// migration is what happened to one key.
-type migration struct {
-	moved  bool  // restored on the new owner (or a newer value was already there) and deleted from the old
-	absent bool  // not on the previous owner (never was, expired, or already moved)
-	bytes  int   // size of the serialized value
-	err    error // the key stays where it was
-}
-
-// casDelete deletes a key only if it still holds the serialized value that
-// was copied, so a write that reached the old owner meanwhile is not lost.
-var casDelete = redis.NewScript(`
-if redis.call('DUMP', KEYS[1]) == ARGV[1] then
-	return redis.call('DEL', KEYS[1])
-end
-return 0`)
-
-// migrateKey moves one key from one server to another (see moveKeys).
-func migrateKey(ctx context.Context, from, to *redis.Client, key string) (migration, error) {
-	res, err := moveKeys(ctx, from, []string{key}, func(string) *redis.Client { return to })
-	if err != nil {
-		return migration{}, err
-	}
-	return res[0], res[0].err
-}
-
-// moveKeys moves keys from one server to their new owners in three
-// pipelined steps: DUMP and PTTL on from; RESTORE without REPLACE on each
-// owner (a value already there is newer and wins: BUSYKEY is success); a
-// compare-and-delete on from. A key whose step fails keeps its old copy.
-// The error is for the batch as a whole (from unreachable).
-func moveKeys(ctx context.Context, from *redis.Client, keys []string, owner func(string) *redis.Client) ([]migration, error) {
-	res := make([]migration, len(keys))
-	dumps := make([]*redis.StringCmd, len(keys))
-	pttls := make([]*redis.Cmd, len(keys))
-	_, err := from.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, k := range keys {
-			dumps[i] = p.Dump(ctx, k)
-			pttls[i] = p.Do(ctx, "pttl", k)
-		}
+// awaitDrain waits, once per change, until no command that started on the
+// previous ring is still running: one of them could otherwise write to a
+// key's old owner after the key has moved.
+func (c *Client) awaitDrain(ctx context.Context, h *handoff) error {
+	if h.drained.Load() {
 		return nil
-	})
-	if err != nil && err != redis.Nil && !isRedisError(err) {
-		return nil, err
 	}
-
-	// RESTORE, grouped by owner.
-	type restore struct {
-		i   int
-		cmd *redis.StatusCmd
-	}
-	byOwner := map[*redis.Client][]restore{}
-	for i, k := range keys {
-		switch err := dumps[i].Err(); {
-		case err == redis.Nil:
-			res[i].absent = true
-			continue
-		case err != nil:
-			res[i].err = fmt.Errorf("dump %q: %w", k, err)
-			continue
-		}
-		ms, err := pttls[i].Int64()
-		switch {
-		case err != nil:
-			res[i].err = fmt.Errorf("pttl %q: %w", k, err)
-			continue
-		case ms == -2: // expired between the two commands
-			res[i].absent = true
-			continue
-		}
-		ttl := time.Duration(max(ms, 0)) * time.Millisecond
-		to := owner(k)
-		byOwner[to] = append(byOwner[to], restore{i: i, cmd: redis.NewStatusCmd(ctx, "restore", k, ttl.Milliseconds(), dumps[i].Val())})
-	}
-	var wg sync.WaitGroup
-	for to, rs := range byOwner {
-		wg.Go(func() {
-			_, _ = to.Pipelined(ctx, func(p redis.Pipeliner) error {
-				for _, r := range rs {
-					_ = p.Process(ctx, r.cmd)
-				}
-				return nil
-			})
-			for _, r := range rs {
-				if err := r.cmd.Err(); err != nil && !isBusyKey(err) {
-					res[r.i].err = fmt.Errorf("restore %q: %w", keys[r.i], err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-
-	// Compare-and-delete what was copied: EVALSHA, and EVAL for the keys
-	// that met a server without the script (NOSCRIPT).
-	dels := make([]*redis.Cmd, len(keys))
-	for _, useSha := range []bool{true, false} {
-		_, _ = from.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, k := range keys {
-				switch {
-				case res[i].err != nil || res[i].absent:
-				case useSha:
-					dels[i] = casDelete.EvalSha(ctx, p, []string{k}, dumps[i].Val())
-				case dels[i] != nil && isNoScript(dels[i].Err()):
-					dels[i] = casDelete.Eval(ctx, p, []string{k}, dumps[i].Val())
-				}
-			}
-			return nil
-		})
-		if !slices.ContainsFunc(dels, func(d *redis.Cmd) bool { return d != nil && isNoScript(d.Err()) }) {
+	h.drainOnce.Lock()
+	defer h.drainOnce.Unlock()
+	deadline := time.Now().Add(drainTimeout)
+	for !h.drained.Load() {
+		if h.from.flight.n.Load() == 0 {
+			h.drained.Store(true)
 			break
 		}
-	}
-	for i, d := range dels {
-		if d == nil {
-			continue
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: commands of the previous ring (epoch %d) are still running after %v", ErrHandoffInProgress, h.from.epoch, drainTimeout)
 		}
-		if err := d.Err(); err != nil {
-			res[i].err = fmt.Errorf("delete %q from its previous owner: %w", keys[i], err)
-			continue
+		t := time.NewTimer(time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
 		}
-		res[i].moved, res[i].bytes = true, len(dumps[i].Val())
 	}
-	return res, nil
-}
-
-func isBusyKey(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "BUSYKEY")
-}
-
-func isNoScript(err error) bool {
-	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
-}
-
-func isRedisError(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr)
+	return nil
 }

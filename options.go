@@ -3,6 +3,9 @@ package redshard
 import (
 	"fmt"
 	"math"
+	"net"
+	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -39,16 +42,6 @@ type Options struct {
 	// address. Use it to add instrumentation or a custom dialer. Default
 	// redis.NewClient, or redis.NewFailoverClient for a Sentinel shard.
 	NewShardClient func(s Shard, opt *redis.Options) *redis.Client
-
-	// HandoffWindow is how long after SetShards a key whose owner changed
-	// is still brought over from its previous owner on first use (see
-	// SetShards). Rebalance and EndHandoff end it early. Must not be
-	// negative. Default 10 minutes.
-	HandoffWindow time.Duration
-
-	// DisableHandoff turns handoff off: after SetShards, moved keys miss on
-	// their new owner until Rebalance moves them. Default false.
-	DisableHandoff bool
 
 	// Load turns on fleet-wide stampede control for GetOrLoad: a lease on
 	// the key's shard lets one process of the fleet load a missing key while
@@ -101,20 +94,44 @@ func (s Shard) String() string {
 	return fmt.Sprintf("%s(%s)", s.Name, s.Addr)
 }
 
-// identity is what two shards must not share: the address, or the Sentinel
-// master they follow.
+// identity names the server a shard is, whatever its name: its address in
+// a canonical spelling (see canonicalAddr), or the Sentinel master it
+// follows. Two shards of one list must not share it, and keys move between
+// shards only when their identities differ.
 func (s Shard) identity() string {
 	if s.Failover != nil {
 		return "sentinel:" + s.Failover.MasterName
 	}
-	return s.Addr
+	return canonicalAddr(s.Addr)
+}
+
+// canonicalAddr spells host:port so that the spellings of one loopback
+// server compare equal: the host lower-cased, IP literals in their
+// canonical form (IPv4-mapped IPv6 unmapped), and "localhost", "::1",
+// "0.0.0.0" and "::" as 127.0.0.1, since a server listening on loopback is
+// reached through all of them. Host names are not resolved (NewClient does
+// not use the network): two DNS names of one server are not detected.
+func canonicalAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return strings.ToLower(addr)
+	}
+	host = strings.ToLower(host)
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ip = ip.Unmap()
+		if ip.IsLoopback() && ip.Is6() || ip.IsUnspecified() {
+			ip = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+		}
+		host = ip.String()
+	} else if host == "localhost" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // Bounds of the values options may take. Values outside them cannot mean
 // anything useful and are rejected rather than clamped.
 const (
-	defaultHandoffWindow = 10 * time.Minute
-
 	defaultHealthInterval = 500 * time.Millisecond
 	// minHealthInterval and minHealthTimeout: a heartbeat faster than a
 	// loaded machine's scheduling marks healthy shards down.
@@ -141,11 +158,10 @@ type config struct {
 	shards []Shard // normalised copy of opt.Shards (weights 0 -> 1)
 	ring   *ring.Ring
 
-	handoffWindow time.Duration // 0: handoff off
-	health        HealthOptions // resolved
-	hot           *HotKeyOptions
-	load          LoadOptions // resolved; lease tells whether Options.Load was set
-	lease         bool
+	health HealthOptions // resolved
+	hot    *HotKeyOptions
+	load   LoadOptions // resolved; lease tells whether Options.Load was set
+	lease  bool
 }
 
 // Validate reports whether NewClient would accept o, without contacting a
@@ -170,15 +186,6 @@ func (o *Options) resolve() (*config, error) {
 		return nil, err
 	}
 	cfg.opt.Shards = cfg.shards
-	switch {
-	case o.HandoffWindow < 0:
-		return nil, invalid(ErrInvalidOptions, "HandoffWindow", "%v is negative (set DisableHandoff to turn handoff off)", o.HandoffWindow)
-	case o.DisableHandoff:
-	case o.HandoffWindow == 0:
-		cfg.handoffWindow = defaultHandoffWindow
-	default:
-		cfg.handoffWindow = o.HandoffWindow
-	}
 	if cfg.health, err = o.Health.resolve(); err != nil {
 		return nil, err
 	}

@@ -2,9 +2,9 @@ package redshard
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -25,8 +25,15 @@ type RebalanceOptions struct {
 	// Progress, if set, is called after every batch with the totals so far.
 	// Calls are serialised.
 	Progress func(RebalanceProgress)
-	// SkipVerify skips the final pass that checks every key lives on its owner.
+	// SkipVerify skips the final pass that checks every displaced key has
+	// moved; without that pass the change is not marked finished.
 	SkipVerify bool
+	// MoveStrays also moves strays: keys found on a server that is neither
+	// their owner nor, in the change being drained, their previous owner
+	// (written there directly through ShardClient or ForEachShard, or by a
+	// client with another shard list). Default false: strays are counted in
+	// the report and left where they are.
+	MoveStrays bool
 }
 
 // RebalanceProgress counts what Rebalance has done so far.
@@ -47,25 +54,40 @@ type RebalanceReport struct {
 	Epoch uint64 // the ring the keys were moved for
 	// Moves counts moved keys by (from, to) shard names.
 	Moves map[[2]string]int64
-	// Verified reports whether the final pass ran; Misplaced counts keys it
-	// found on a shard that does not own them (0 after a complete run
-	// without concurrent writers on an older ring).
+	// Verified reports whether the final pass ran; Misplaced counts the
+	// displaced keys it found still on their previous owner (0 after a
+	// complete run).
 	Verified  bool
 	Misplaced int64
+	// Strays counts, in the final pass, keys on a server that is neither
+	// their owner nor their previous owner (see MoveStrays).
+	Strays int64
+	// Finished reports that the membership change is complete: every
+	// displaced key moved, the removed servers' clients are being closed,
+	// and SetShards accepts the next change.
+	Finished bool
 }
 
-// Rebalance moves every key that does not live on its owner under the
-// current ring to that owner: it SCANs every shard (and the shards removed
-// by the last SetShards, while their handoff runs) in batches, copies each
-// misplaced key with DUMP, PTTL and RESTORE without REPLACE (a newer value
-// already on the owner wins), then deletes it from the old shard only if it
-// still holds the copied value, so a write that reached the old shard
-// meanwhile is not lost. It is safe to run while the client serves traffic,
-// and to run again after an interruption: keys already moved are no longer
-// found on their old shard. When every key has moved and the final check
-// finds none misplaced, the handoff of the last SetShards ends and the
-// clients of removed shards are closed (not with SkipVerify).
+// Rebalance finishes the membership change of the last SetShards: it
+// SCANs every server that may hold keys (the current shards and the ones
+// that change removed) in batches and moves each key the change displaced
+// (found on its previous owner, owned now by another server) under the
+// protocol SetShards' handoff uses (docs/membership.md): a newer value
+// already on the owner wins, a key deleted there since it moved is never
+// brought back, and a write that reached the old server meanwhile is kept
+// and reported as failed. It is safe to run while the client serves
+// traffic, in several processes at once, and again after an interruption.
+// Keys are compared by server, not by shard name: a renamed shard's keys
+// stay where they are.
 //
+// When every displaced key has moved and the final pass finds none left,
+// the change is finished (RebalanceReport.Finished): the clients of removed
+// servers close and SetShards accepts another change. Keys on a server
+// that neither owns them nor owned them before the change are strays:
+// they are counted and left alone unless MoveStrays is set. With no change
+// in progress Rebalance only looks for strays.
+//
+// Invalid options are an error wrapping ErrInvalidRebalanceOptions.
 // Rebalance stops when ctx is done and returns the report so far with
 // ctx's error.
 func (c *Client) Rebalance(ctx context.Context, opt RebalanceOptions) (RebalanceReport, error) {
@@ -77,8 +99,23 @@ func (c *Client) Rebalance(ctx context.Context, opt RebalanceOptions) (Rebalance
 	if err != nil {
 		return RebalanceReport{}, err
 	}
+	h := top.handoff
+	settled := ""
+	if h != nil {
+		if err := c.awaitDrain(ctx, h); err != nil {
+			return RebalanceReport{}, err
+		}
+		settled = h.settled
+	} else if opt.MoveStrays {
+		settled = settledPrefix + "strays:" + rand.Text()
+		defer func() {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handoffTimeout)
+			defer cancel()
+			parallel(len(top.shards), func(i int) { _ = top.shards[i].client.Del(dctx, settled).Err() })
+		}()
+	}
 	sources := top.sources()
-	rb := &rebalancer{c: c, top: top, opt: opt, start: time.Now(),
+	rb := &rebalancer{c: c, top: top, opt: opt, start: time.Now(), settled: settled,
 		report: RebalanceReport{Epoch: top.epoch, Moves: map[[2]string]int64{}}}
 	for _, s := range sources {
 		if n, err := s.client.DBSize(ctx).Result(); err == nil {
@@ -109,12 +146,17 @@ func (c *Client) Rebalance(ctx context.Context, opt RebalanceOptions) (Rebalance
 	if err != nil {
 		return report, err
 	}
-	if report.Failed == 0 && report.Misplaced == 0 && report.Verified {
+	if h != nil && report.Failed == 0 && report.Misplaced == 0 && report.Verified {
 		c.mu.Lock()
-		if cur := c.top.Load(); cur.epoch == top.epoch && !c.closed.Load() {
-			c.releaseOrphansLocked(cur)
+		var release func()
+		if cur := c.top.Load(); cur.handoff == h && !c.closed.Load() {
+			release = c.releaseChangeLocked(ctx, cur)
 		}
 		c.mu.Unlock()
+		if release != nil {
+			release()
+			report.Finished = true
+		}
 	}
 	return report, nil
 }
@@ -134,10 +176,11 @@ func (rb *rebalancer) misplaced() int64 {
 }
 
 type rebalancer struct {
-	c     *Client
-	top   *topology
-	opt   RebalanceOptions
-	start time.Time
+	c       *Client
+	top     *topology
+	opt     RebalanceOptions
+	start   time.Time
+	settled string // the settled set moves use; "": move nothing
 
 	paceMu sync.Mutex // guards paced
 	paced  int64      // keys admitted by pace so far
@@ -206,23 +249,64 @@ func (rb *rebalancer) pace(ctx context.Context, n int) error {
 	}
 }
 
-// moveBatch moves the misplaced keys among keys, found on src.
+// placement says what Rebalance does with key k found on server src.
+type placement int
+
+const (
+	inPlace   placement = iota // on its owner (or an internal key)
+	displaced                  // on its previous owner in the change: move it
+	stray                      // neither: leave it unless MoveStrays
+)
+
+func (rb *rebalancer) place(src *shard, k string) placement {
+	if isInternalKey(k) || rb.top.shards[rb.top.ring.LookupIndex(k)].id == src.id {
+		return inPlace
+	}
+	if h := rb.top.handoff; h != nil && h.from.shards[h.from.ring.LookupIndex(k)].id == src.id {
+		return displaced
+	}
+	return stray
+}
+
+// moveBatch moves the displaced keys among keys, found on src (and the
+// strays, with MoveStrays).
 func (rb *rebalancer) moveBatch(ctx context.Context, src *shard, keys []string) error {
 	var move []string
 	for _, k := range keys {
-		if !isInternalKey(k) && rb.top.shards[rb.top.ring.LookupIndex(k)].Name != src.Name {
+		switch rb.place(src, k) {
+		case displaced:
 			move = append(move, k)
+		case stray:
+			if rb.opt.MoveStrays {
+				move = append(move, k)
+			}
 		}
 	}
 	var res []migration
-	if len(move) > 0 {
+	if len(move) > 0 && rb.settled != "" {
+		h := rb.top.handoff
+		if h != nil {
+			if !h.enterMove() {
+				return fmt.Errorf("redshard: rebalance: the change ended while it ran")
+			}
+			defer h.leaveMove()
+		}
 		var err error
-		res, err = moveKeys(ctx, src.client, move, func(k string) *redis.Client {
+		res, err = moveKeys(ctx, src.client, move, rb.settled, func(k string) *redis.Client {
 			return rb.top.shards[rb.top.ring.LookupIndex(k)].client
 		})
 		if err != nil {
 			return fmt.Errorf("redshard: rebalance: moving keys from shard %s: %w", src.Name, err)
 		}
+		if h != nil {
+			for i, m := range res {
+				if m.err == nil {
+					h.markDone(move[i])
+				}
+			}
+		}
+	} else {
+		move = nil
 	}
 	rb.record(src, keys, move, res)
 	return nil
@@ -239,7 +323,7 @@ func (rb *rebalancer) record(src *shard, keys, move []string, res []migration) {
 		switch {
 		case m.err != nil:
 			r.Failed++
-		case m.absent:
+		case m.absent, m.settled:
 			r.Skipped++
 		default:
 			r.Moved++
@@ -255,29 +339,29 @@ func (rb *rebalancer) record(src *shard, keys, move []string, res []migration) {
 	}
 }
 
-// verify scans every source again and counts keys not on their owner.
+// verify scans every source again and counts the displaced keys still
+// there, and the strays.
 func (rb *rebalancer) verify(ctx context.Context, sources []*shard) error {
-	var misplaced int64
+	var misplaced, strays int64
 	for _, s := range sources {
 		iter := s.client.Scan(ctx, 0, "", int64(rb.opt.BatchSize)).Iterator()
 		for iter.Next(ctx) {
-			if k := iter.Val(); !isInternalKey(k) && rb.top.shards[rb.top.ring.LookupIndex(k)].Name != s.Name {
+			switch rb.place(s, iter.Val()) {
+			case displaced:
 				misplaced++
+			case stray:
+				strays++
 			}
 		}
 		if err := iter.Err(); err != nil {
 			return fmt.Errorf("redshard: rebalance: verifying shard %s: %w", s.Name, err)
 		}
 	}
+	if rb.opt.MoveStrays {
+		misplaced += strays
+	}
 	rb.mu.Lock()
-	rb.report.Verified, rb.report.Misplaced = true, misplaced
+	rb.report.Verified, rb.report.Misplaced, rb.report.Strays = true, misplaced, strays
 	rb.mu.Unlock()
 	return nil
-}
-
-// isInternalKey reports whether key is one of redshard's own, which live
-// off their ring owner on purpose and expire on their own: split copies of
-// hot keys and GetOrLoad leases.
-func isInternalKey(key string) bool {
-	return isSplitCopy(key) || strings.HasPrefix(key, LeaseKeyPrefix)
 }

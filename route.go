@@ -44,12 +44,20 @@ type route struct {
 
 // process routes one command. go-redis stores the returned error on cmd.
 func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
-	top, err := c.topology()
+	top, err := c.enter()
 	if err != nil {
 		return err
 	}
 	var buf [8]int
 	info, keys, err := command.Lookup(cmd.Args(), buf[:0])
+	if err == nil && info.Flags&command.Blocking != 0 {
+		// A blocking command may wait for ever; a change must not wait for
+		// it. It writes nothing the moves could lose: a key it pops from on
+		// the old owner is moved away before anything is pushed there.
+		top.exit()
+	} else {
+		defer top.exit()
+	}
 	if err == nil && (info.Class == command.Keyed || info.Class == command.Channel) {
 		// The hot path: one shard, the caller's command object, no allocation.
 		var i int
@@ -79,6 +87,12 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 		if err := c.handOff(ctx, top, cmd.Args(), keys); err != nil {
 			return err
 		}
+	}
+	if info.Name == "randomkey" {
+		return top.randomKey(ctx, cmd)
+	}
+	if top.handoff != nil && info.Class == command.Fanout && (info.Name == "flushdb" || info.Name == "flushall") {
+		return c.flushDuringChange(ctx, top, cmd, rt)
 	}
 	if rt.direct >= 0 {
 		if s := top.shards[rt.direct]; !s.down.Load() {
@@ -112,6 +126,42 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 		} else if info.Class == command.Split {
 			c.hot.observe(cmd.Args(), keys) // MGET, EXISTS: count toward detection
 		}
+	}
+	return cmd.Err()
+}
+
+// flushDuringChange runs FLUSHDB or FLUSHALL while a membership change is
+// in progress: on every shard and on the servers the change removed, whose
+// keys would otherwise be handed off after the flush, with this process's
+// moves held off meanwhile.
+func (c *Client) flushDuringChange(ctx context.Context, top *topology, cmd redis.Cmder, rt route) error {
+	h := top.handoff
+	h.flush.Lock()
+	defer h.flush.Unlock()
+	orphans := make([]redis.Cmder, len(top.orphans))
+	for i := range orphans {
+		orphans[i] = cmd.Clone()
+	}
+	parallel(len(rt.subs)+len(orphans), func(i int) {
+		if i < len(rt.subs) {
+			s := rt.subs[i]
+			if b := top.shards[s.shard]; b.down.Load() {
+				s.cmd.SetErr(b.downError())
+			} else {
+				_ = b.client.Process(ctx, s.cmd)
+			}
+			return
+		}
+		_ = top.orphans[i-len(rt.subs)].client.Process(ctx, orphans[i-len(rt.subs)])
+	})
+	rt.finish()
+	for i, o := range orphans {
+		if err := o.Err(); err != nil && cmd.Err() == nil {
+			cmd.SetErr(fmt.Errorf("redshard: %s on removed shard %s: %w", displayName(cmd.Name()), top.orphans[i].Shard, err))
+		}
+	}
+	if c.hot != nil {
+		c.hot.invalidateAll()
 	}
 	return cmd.Err()
 }
@@ -163,11 +213,12 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 	if isTx(cmds) {
 		return c.processTx(ctx, cmds[1:len(cmds)-1])
 	}
-	top, err := c.topology()
+	top, err := c.enter()
 	if err != nil {
 		setCmdsErr(cmds, err)
 		return err
 	}
+	defer top.exit()
 	// Every command (or sub-command) is first listed with its shard, then
 	// grouped per shard with a counting sort: one allocation, not one per
 	// append.
@@ -301,11 +352,12 @@ func mayWrite(info command.Info) bool { return info.Flags&command.ReadOnly == 0 
 // processTx runs a transaction's commands as one MULTI/EXEC on the shard
 // that owns all of their keys, or fails every command with nothing sent.
 func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
-	top, err := c.topology()
+	top, err := c.enter()
 	if err != nil {
 		setCmdsErr(cmds, err)
 		return err
 	}
+	defer top.exit()
 	target, firstKey := -1, ""
 	var moved []string
 	var writes []write

@@ -2,6 +2,7 @@ package redshard
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -56,6 +57,7 @@ func (t *topology) planScan(cmd redis.Cmder) (route, error) {
 			cmd.SetErr(err)
 			return
 		}
+		keys = slices.DeleteFunc(keys, isInternalKey) // a page may come out shorter, as SCAN allows
 		switch {
 		case next != 0:
 			next |= uint64(s) << scanShift

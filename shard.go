@@ -20,11 +20,12 @@ import (
 type backend struct {
 	c      *Client
 	shard  Shard         // the configuration the clients were built for
+	id     string        // the server's identity (Shard.identity)
 	client *redis.Client // commands
 
-	down    atomic.Bool                     // set by the health monitor
+	down    atomic.Bool                    // set by the health monitor
 	downErr atomic.Pointer[shardDownError] // what commands get while down, built once per outage
-	outage  outage                          // keys written to stand-ins while down (Failover)
+	outage  outage                         // keys written to stand-ins while down (Failover)
 
 	// Heartbeat counters, touched only by the monitor goroutine.
 	fails, oks int
@@ -53,7 +54,7 @@ const (
 // newBackend opens (lazily, as go-redis does) the command client of s.
 // Caller holds c.mu or owns c exclusively.
 func (c *Client) newBackend(s Shard) *backend {
-	b := &backend{c: c, shard: s}
+	b := &backend{c: c, shard: s, id: s.identity()}
 	b.client = c.dial(s, connCommand, nil)
 	return b
 }

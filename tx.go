@@ -16,10 +16,11 @@ import (
 // keys choose the shard). Inside fn, a command on tx whose keys live on
 // another shard fails with ErrCrossShard instead of running on the wrong one.
 func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...string) error {
-	top, err := c.topology()
+	top, err := c.enter()
 	if err != nil {
 		return err
 	}
+	defer top.exit()
 	if len(keys) == 0 {
 		return fmt.Errorf("%w: Watch needs at least one key: the keys choose the shard the transaction runs on", ErrNotSharded)
 	}

@@ -110,7 +110,7 @@ func preloadTypes(t *testing.T, c *redshard.Client, n int) {
 func TestRebalanceRealRedisAllTypes(t *testing.T) {
 	ctx := context.Background()
 	f := newFleet(t, 5)
-	c, err := redshard.NewClient(&redshard.Options{Shards: f.all[:4], DisableHandoff: true})
+	c, err := redshard.NewClient(&redshard.Options{Shards: f.all[:4]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestRebalanceRealRedisAllTypes(t *testing.T) {
 func TestRebalanceInterruptedRealRedis(t *testing.T) {
 	ctx := context.Background()
 	f := newFleet(t, 4)
-	c, err := redshard.NewClient(&redshard.Options{Shards: f.all[:3], DisableHandoff: true})
+	c, err := redshard.NewClient(&redshard.Options{Shards: f.all[:3]})
 	if err != nil {
 		t.Fatal(err)
 	}
