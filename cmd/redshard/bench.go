@@ -57,7 +57,8 @@ Shards are embedded miniredis servers started in this process (--shards,
 --weights) unless --config or --shard name real ones. Against real servers
 the workload's keys (--prefix followed by key:0, key:1, ..., or celebrity)
 must not exist yet: bench refuses to start when a shard holds one. It
-deletes them, and the split copies of them, between runs and at the end
+deletes them, and what redshard stored about them (split copies, the
+settled set of --add-shard-at's change), between runs and at the end
 (--cleanup), and touches no other key.
 
 Operations are single-key GETs and SETs, so every operation hands exactly
@@ -170,10 +171,12 @@ draws FILE-load.png (commands per 100ms per shard) and FILE-latency.png.`)
 			return err
 		}
 		if c.cleanup {
+			// Split copies and a change's settled sets are redshard's
+			// records of the workload's keys.
 			hot := hotKeyOptions(c.mitigation, fl.opt.HotKeys, c.mitSet)
-			split := hot != nil && hot.Mitigation == redshard.SplitCopies
+			internal := (hot != nil && hot.Mitigation == redshard.SplitCopies) || c.addAt > 0
 			defer func() {
-				if err := fl.deleteKeys(context.WithoutCancel(ctx), keys, split); err != nil {
+				if err := fl.deleteKeys(context.WithoutCancel(ctx), keys, internal); err != nil {
 					fmt.Fprintf(stderr, "bench: cleanup: %v\n", err)
 				}
 			}()
@@ -324,12 +327,16 @@ func (fl *fleet) checkKeysFree(ctx context.Context, keys []string) error {
 	return nil
 }
 
-// deleteKeys deletes keys from every shard (those a run may add included)
-// and, with copies, the split copies of them
+// deleteKeys deletes keys from every shard (those a run may add included).
+// With internal, it also deletes the keys redshard's client stored about
+// them (under redshard.InternalKeyPrefix): the split copies of them
 // (redshard.SplitCopyPrefix + client tag + ":" + key), which would
-// otherwise expire on their own within MaxStaleness. No other key is
-// touched.
-func (fl *fleet) deleteKeys(ctx context.Context, keys []string, copies bool) error {
+// otherwise expire within MaxStaleness, and the settled sets of a
+// membership change (hashes whose fields are key names), which would
+// otherwise stay for days, but only a set whose every field is one of keys:
+// a set that names another key records someone else's change. No other
+// key is touched.
+func (fl *fleet) deleteKeys(ctx context.Context, keys []string, internal bool) error {
 	ours := make(map[string]bool, len(keys))
 	for _, k := range keys {
 		ours[k] = true
@@ -340,27 +347,46 @@ func (fl *fleet) deleteKeys(ctx context.Context, keys []string, copies bool) err
 		for lo := 0; lo < len(keys); lo += keyBatch {
 			errs = append(errs, c.Unlink(ctx, keys[lo:min(lo+keyBatch, len(keys))]...).Err())
 		}
-		if copies {
-			it := c.Scan(ctx, 0, globEscape(redshard.SplitCopyPrefix)+"*", keyBatch).Iterator()
-			var batch []string
+		if internal {
+			var mine []string
+			it := c.Scan(ctx, 0, globEscape(redshard.InternalKeyPrefix)+"*", keyBatch).Iterator()
 			for it.Next(ctx) {
-				_, key, ok := strings.Cut(strings.TrimPrefix(it.Val(), redshard.SplitCopyPrefix), ":")
-				if !ok || !ours[key] {
-					continue
+				k := it.Val()
+				if rest, ok := strings.CutPrefix(k, redshard.SplitCopyPrefix); ok {
+					if _, key, ok := strings.Cut(rest, ":"); ok && ours[key] {
+						mine = append(mine, k)
+					}
+				} else if onlyOurFields(ctx, c, k, ours) {
+					mine = append(mine, k)
 				}
-				if batch = append(batch, it.Val()); len(batch) == keyBatch {
-					errs = append(errs, c.Unlink(ctx, batch...).Err())
-					batch = batch[:0]
-				}
-			}
-			if len(batch) > 0 {
-				errs = append(errs, c.Unlink(ctx, batch...).Err())
 			}
 			errs = append(errs, it.Err())
+			for lo := 0; lo < len(mine); lo += keyBatch {
+				errs = append(errs, c.Unlink(ctx, mine[lo:min(lo+keyBatch, len(mine))]...).Err())
+			}
 		}
 		errs = append(errs, c.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// onlyOurFields reports whether key is a hash whose every field is in
+// ours.
+func onlyOurFields(ctx context.Context, c *redis.Client, key string, ours map[string]bool) bool {
+	if c.Type(ctx, key).Val() != "hash" {
+		return false
+	}
+	// HSCAN without NOVALUES (Redis 7.4): the iterator yields field,
+	// value, field, value, ...
+	it := c.HScan(ctx, key, 0, "", keyBatch).Iterator()
+	n := 0
+	for it.Next(ctx) {
+		if n%2 == 0 && !ours[it.Val()] {
+			return false
+		}
+		n++
+	}
+	return it.Err() == nil && n > 0
 }
 
 // globEscape quotes the characters SCAN MATCH treats as patterns.

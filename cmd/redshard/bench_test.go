@@ -154,6 +154,9 @@ func TestBenchRealShards(t *testing.T) {
 	if err := f.mini["a"].Set("other:key", "kept"); err != nil {
 		t.Fatal(err)
 	}
+	// redshard's record of someone else's change (a settled set): kept,
+	// while the one of the run's own change goes.
+	f.mini["c"].HSet("redshard:settled:theirs", "other:key", "1")
 	code, out, errOut := runCmd(t, append(benchArgs("--prefix", "t:", "--add-shard-at", "100ms", "--add-shard", "c="+f.mini["c"].Addr(),
 		"--compare", "goredis-ring"), f.flags("a", "b")...)...)
 	if code != exitOK {
@@ -169,13 +172,16 @@ func TestBenchRealShards(t *testing.T) {
 	}
 	for n, m := range f.mini {
 		for _, k := range m.Keys() {
-			if k != "other:key" {
+			if k != "other:key" && k != "redshard:settled:theirs" {
 				t.Errorf("shard %s kept bench key %q after the run", n, k)
 			}
 		}
 	}
 	if v, _ := f.mini["a"].Get("other:key"); v != "kept" {
 		t.Errorf("a key outside --prefix was touched: %q", v)
+	}
+	if !f.mini["c"].Exists("redshard:settled:theirs") {
+		t.Error("another change's settled set was deleted")
 	}
 }
 
