@@ -2,6 +2,7 @@ package redshard
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -244,19 +245,26 @@ func (c *Client) cleanOutage(top *topology, b *backend) error {
 // serve returns the stand-in that serves the keys of a command owned by
 // shard i while i is down and failover is on. Each key's stand-in is its
 // own next live shard clockwise; a command whose keys would go to
-// different stand-ins is refused (false), since running it on the first
-// key's would hide the others from their readers.
-func (t *topology) serve(i int, args []interface{}, keys []int) (int, bool) {
+// different stand-ins is refused with ErrCrossShard, since running it on
+// the first key's would hide the others from their readers. Without
+// failover, or with no live stand-in, the error is i's ErrShardDown.
+func (t *topology) serve(i int, args []interface{}, keys []int) (int, error) {
 	if t.gutterTTL <= 0 || len(keys) == 0 {
-		return -1, false
+		return -1, t.shards[i].downError()
 	}
-	j, ok := t.standIn(i, command.Arg(args[keys[0]]))
+	first := command.Arg(args[keys[0]])
+	j, ok := t.standIn(i, first)
+	if !ok {
+		return -1, t.shards[i].downError()
+	}
 	for _, k := range keys[1:] {
-		if o, _ := t.standIn(i, command.Arg(args[k])); !ok || o != j {
-			return -1, false
+		key := command.Arg(args[k])
+		if o, _ := t.standIn(i, key); o != j {
+			return -1, fmt.Errorf("%w: shard %s is down and the stand-ins of key %q and key %q differ",
+				ErrCrossShard, t.shards[i].Shard, first, key)
 		}
 	}
-	return j, ok
+	return j, nil
 }
 
 // recordStandIn records that the keys of a write owned by down shard i go
@@ -275,9 +283,9 @@ func (t *topology) recordStandIn(ctx context.Context, args []interface{}, keys [
 // processDown runs a command whose owner i is down: on its stand-in when
 // failover is on, else it fails fast with ErrShardDown.
 func (c *Client) processDown(ctx context.Context, top *topology, info command.Info, cmd redis.Cmder, keys []int, i int) error {
-	j, ok := top.serve(i, cmd.Args(), keys)
-	if !ok {
-		return top.shards[i].downError()
+	j, err := top.serve(i, cmd.Args(), keys)
+	if err != nil {
+		return err
 	}
 	c.stats.standInCommands.Add(1)
 	standIn := top.shards[j].client

@@ -251,9 +251,9 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 				sends = append(sends, sub{shard: i, cmd: cmd})
 				break
 			}
-			j, ok := top.serve(i, cmd.Args(), keys)
-			if !ok {
-				cmd.SetErr(top.shards[i].downError())
+			j, err := top.serve(i, cmd.Args(), keys)
+			if err != nil {
+				cmd.SetErr(err)
 				break
 			}
 			sends = append(sends, sub{shard: j, cmd: cmd})

@@ -35,8 +35,8 @@ func (t *topology) planSplit(ctx context.Context, cmd redis.Cmder, info command.
 	if down && t.gutterTTL > 0 {
 		for n, k := range keys {
 			i := owners[n]
-			j, ok := t.serve(i, args, keys[n:n+1])
-			if !ok {
+			j, err := t.serve(i, args, keys[n:n+1])
+			if err != nil {
 				continue
 			}
 			owners[n] = j

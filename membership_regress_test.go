@@ -1,0 +1,449 @@
+package redshard_test
+
+// Named regression tests for the ways membership changes used to lose data
+// (one per row of the issue "Membership changes and failures that lose
+// nothing"). Commands are held in flight with hooks, ordered by channels.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard"
+)
+
+// gate is a shard hook that holds, once, the first command or pipeline
+// that match says to hold: it reports it on arrived and waits for release.
+type gate struct {
+	match   func(ctx context.Context, cmds []redis.Cmder) bool
+	arrived chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func newGate(match func(context.Context, []redis.Cmder) bool) *gate {
+	return &gate{match: match, arrived: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (g *gate) hold(ctx context.Context, cmds []redis.Cmder) {
+	if !g.match(ctx, cmds) {
+		return
+	}
+	held := false
+	g.once.Do(func() { held = true })
+	if held {
+		close(g.arrived)
+		<-g.release
+	}
+}
+
+func (g *gate) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (g *gate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		g.hold(ctx, []redis.Cmder{cmd})
+		return next(ctx, cmd)
+	}
+}
+func (g *gate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		g.hold(ctx, cmds)
+		return next(ctx, cmds)
+	}
+}
+
+// hookOn adds h to the client of the named shard only.
+func hookOn(c *redshard.Client, shard string, h redis.Hook) {
+	c.AddShardHook(func(s redshard.Shard) redis.Hook {
+		if s.Name == shard {
+			return h
+		}
+		return nopHook{}
+	})
+}
+
+type nopHook struct{}
+
+func (nopHook) DialHook(next redis.DialHook) redis.DialHook                               { return next }
+func (nopHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook                      { return next }
+func (nopHook) ProcessPipelineHook(n redis.ProcessPipelineHook) redis.ProcessPipelineHook { return n }
+
+// readAll reads key:0..n-1 through c and fails on a value that is not the
+// one the test wrote last (want).
+func readAll(t *testing.T, c *redshard.Client, n int, want func(i int) string) {
+	t.Helper()
+	bad := 0
+	for i := range n {
+		k := fmt.Sprintf("key:%d", i)
+		got, err := c.Get(ctx, k).Result()
+		if w := want(i); (w == "" && err != redis.Nil) || (w != "" && (err != nil || got != w)) {
+			if bad++; bad <= 5 {
+				t.Errorf("GET %s = %q, %v; want %q", k, got, err, w)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%d of %d keys wrong", bad, n)
+	}
+}
+
+// TestRenameAtSameAddressLosesNothing: renaming a shard but keeping its
+// address moved keys onto the server they were on, and the
+// compare-and-delete removed the only copy (1,040 of 3,000 keys gone).
+func TestRenameAtSameAddressLosesNothing(t *testing.T) {
+	cl := newCluster(t, 1, 1, 1)
+	preload(t, cl.c, 3000)
+	_, before := cl.inventory(t)
+	renamed := append([]redshard.Shard(nil), cl.shards...)
+	renamed[0].Name = "renamed"
+	if err := cl.c.SetShards(ctx, renamed); err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, cl.c, 3000, func(i int) string { return fmt.Sprintf("value:%d", i) })
+	rep, err := cl.c.Rebalance(ctx, redshard.RebalanceOptions{})
+	if err != nil || !rep.Finished || rep.Failed != 0 {
+		t.Fatalf("Rebalance = %+v, %v", rep, err)
+	}
+	where, after := cl.inventory(t)
+	if len(where) != 3000 || after != before {
+		t.Fatalf("after rename and Rebalance: %d keys (want 3000), checksum equal %v", len(where), after == before)
+	}
+	readAll(t, cl.c, 3000, func(i int) string { return fmt.Sprintf("value:%d", i) })
+}
+
+// TestOneServerTwoSpellings: one server under two spellings is refused,
+// and re-addressing a shard to another spelling of its server moves nothing.
+func TestOneServerTwoSpellings(t *testing.T) {
+	cl := newCluster(t, 1, 1)
+	port := cl.mini["shard-0"].Port()
+	for _, alias := range []string{"localhost", "127.0.0.1", "[::1]", "0.0.0.0"} {
+		list := append([]redshard.Shard(nil), cl.shards...)
+		list = append(list, redshard.Shard{Name: "alias", Addr: fmt.Sprintf("%s:%s", strings.Trim(alias, "[]"), port)})
+		if strings.HasPrefix(alias, "[") {
+			list[2].Addr = fmt.Sprintf("%s:%s", alias, port)
+		}
+		if err := cl.c.SetShards(ctx, list); !errors.Is(err, redshard.ErrDuplicateAddr) {
+			t.Errorf("list naming shard-0's server as %s too: SetShards = %v, want ErrDuplicateAddr", list[2].Addr, err)
+		}
+	}
+	preload(t, cl.c, 2000)
+	_, before := cl.inventory(t)
+	moved := append([]redshard.Shard(nil), cl.shards...)
+	moved[0].Addr = fmt.Sprintf("localhost:%s", port)
+	if err := cl.c.SetShards(ctx, moved); err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, cl.c, 2000, func(i int) string { return fmt.Sprintf("value:%d", i) })
+	if rep, err := cl.c.Rebalance(ctx, redshard.RebalanceOptions{}); err != nil || rep.Moved != 0 || !rep.Finished {
+		t.Fatalf("Rebalance after re-spelling an address = %+v, %v; want nothing moved", rep, err)
+	}
+	if _, after := cl.inventory(t); after != before {
+		t.Fatal("keys changed after re-spelling an address")
+	}
+}
+
+// TestReaddedShardLeftoversNeverWin: a shard removed, then added back
+// before its keys were drained, served its leftovers over newer values.
+// Now the second change waits for the first to be drained, and after it
+// the newest values win.
+func TestReaddedShardLeftoversNeverWin(t *testing.T) {
+	cl := newCluster(t, 1, 1, 1)
+	preload(t, cl.c, 2000)
+	all := append([]redshard.Shard(nil), cl.shards...)
+	if err := cl.c.SetShards(ctx, all[:2]); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2000 {
+		if err := cl.c.Set(ctx, fmt.Sprintf("key:%d", i), fmt.Sprintf("new:%d", i), 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cl.c.SetShards(ctx, all); !errors.Is(err, redshard.ErrHandoffInProgress) {
+		t.Fatalf("re-adding a shard before its keys were drained: %v, want ErrHandoffInProgress", err)
+	}
+	if rep, err := cl.c.Rebalance(ctx, redshard.RebalanceOptions{}); err != nil || !rep.Finished {
+		t.Fatalf("Rebalance = %+v, %v", rep, err)
+	}
+	if err := cl.c.SetShards(ctx, all); err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, cl.c, 2000, func(i int) string { return fmt.Sprintf("new:%d", i) })
+	if rep, err := cl.c.Rebalance(ctx, redshard.RebalanceOptions{}); err != nil || !rep.Finished {
+		t.Fatalf("Rebalance = %+v, %v", rep, err)
+	}
+	readAll(t, cl.c, 2000, func(i int) string { return fmt.Sprintf("new:%d", i) })
+}
+
+type rebalanceMark struct{}
+
+// TestDeleteDuringRebalanceStaysDeleted: Rebalance copied a key, the
+// client deleted it, and Rebalance's RESTORE brought it back. Here
+// Rebalance is held between taking the key and settling it.
+func TestDeleteDuringRebalanceStaysDeleted(t *testing.T) {
+	cl := newCluster(t, 1, 1)
+	preload(t, cl.c, 300)
+	list := cl.addShard(t, "shard-new", 1)
+	g := newGate(func(ctx context.Context, cmds []redis.Cmder) bool {
+		return ctx.Value(rebalanceMark{}) != nil && cmds[0].Name() == "evalsha"
+	})
+	hookOn(cl.c, "shard-new", g)
+	if err := cl.c.SetShards(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	var moved []string // the preloaded keys the new shard takes over
+	for i := range 300 {
+		if k := fmt.Sprintf("key:%d", i); func() bool { s, _ := cl.c.ShardFor(k); return s == "shard-new" }() {
+			moved = append(moved, k)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := cl.c.Rebalance(context.WithValue(ctx, rebalanceMark{}, true), redshard.RebalanceOptions{BatchSize: 1000})
+		done <- err
+	}()
+	<-g.arrived // Rebalance has taken the keys and is about to settle them
+	for _, k := range moved {
+		if n, err := cl.c.Del(ctx, k).Result(); err != nil || n != 1 {
+			t.Fatalf("DEL %s = %d, %v; want 1", k, n, err)
+		}
+	}
+	close(g.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range moved {
+		if n := cl.c.Exists(ctx, k).Val(); n != 0 {
+			t.Fatalf("%s came back after Rebalance (of %d deleted keys)", k, len(moved))
+		}
+	}
+	if _, err := cl.c.Rebalance(ctx, redshard.RebalanceOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	where, _ := cl.inventory(t)
+	for _, k := range moved {
+		if len(where[k]) != 0 {
+			t.Fatalf("deleted key %s is on %v", k, where[k])
+		}
+	}
+}
+
+// TestDeleteWhilePreviousOwnerUnreachable: a DEL of a moved key while its
+// previous owner was unreachable returned 0 and left the old copy to come
+// back. Now it fails (the key's newest copy is there), and once the owner
+// returns the DEL works for good.
+func TestDeleteWhilePreviousOwnerUnreachable(t *testing.T) {
+	cl := newCluster(t, 1, 1)
+	preload(t, cl.c, 300)
+	if err := cl.c.SetShards(ctx, cl.addShard(t, "shard-new", 1)); err != nil {
+		t.Fatal(err)
+	}
+	k := ""
+	for i := 0; k == ""; i++ {
+		if key := fmt.Sprintf("key:%d", i); func() bool { s, _ := cl.c.ShardFor(key); return s == "shard-new" }() {
+			k = key
+		}
+	}
+	old := ""
+	for name, m := range cl.mini {
+		if m.Exists(k) {
+			old = name
+		}
+	}
+	cl.mini[old].Close()
+	if n, err := cl.c.Del(ctx, k).Result(); err == nil {
+		t.Fatalf("DEL %s with its previous owner unreachable = %d, nil; want an error", k, n)
+	}
+	if err := cl.mini[old].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		up := true
+		for _, s := range cl.c.Stats().Shards {
+			up = up && !s.Down
+		}
+		if up && len(cl.c.Stats().Shards) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the previous owner was never marked up again")
+		}
+	}
+	if n, err := cl.c.Del(ctx, k).Result(); err != nil || n != 1 {
+		t.Fatalf("DEL %s after its previous owner returned = %d, %v; want 1", k, n, err)
+	}
+	if _, err := cl.c.Rebalance(ctx, redshard.RebalanceOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := cl.c.Exists(ctx, k).Val(); n != 0 {
+		t.Fatalf("deleted key %s came back", k)
+	}
+}
+
+// TestFlushDuringRemoval: FLUSHDB during a removal returned OK yet keys of
+// the shard being drained were still there (handed off after the flush).
+func TestFlushDuringRemoval(t *testing.T) {
+	cl := newCluster(t, 1, 1, 1)
+	preload(t, cl.c, 2000)
+	if err := cl.c.SetShards(ctx, cl.shards[1:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.c.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, cl.c, 2000, func(int) string { return "" })
+	if n := cl.c.DBSize(ctx).Val(); n != 0 {
+		t.Fatalf("DBSIZE after FLUSHDB = %d", n)
+	}
+	if _, err := cl.c.Rebalance(ctx, redshard.RebalanceOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, cl.c, 2000, func(int) string { return "" })
+}
+
+// TestSetInFlightToOldOwner: a SET sent to the old owner just before
+// SetShards, landing after a read had handed the key off, was lost. Now the
+// first move of the change waits for the old ring's commands.
+func TestSetInFlightToOldOwner(t *testing.T) {
+	cl := newCluster(t, 1, 1)
+	preload(t, cl.c, 300)
+	list := cl.addShard(t, "shard-new", 1)
+	k := ""
+	for i := 0; k == ""; i++ { // a preloaded key the new shard takes over
+		key := fmt.Sprintf("key:%d", i)
+		probe, _ := redshard.NewClient(&redshard.Options{Shards: list, Health: &redshard.HealthOptions{Disable: true}})
+		if s, _ := probe.ShardFor(key); s == "shard-new" {
+			k = key
+		}
+		probe.Close()
+	}
+	oldOwner, _ := cl.c.ShardFor(k)
+	g := newGate(func(_ context.Context, cmds []redis.Cmder) bool {
+		return cmds[0].Name() == "set" && len(cmds[0].Args()) > 1 && cmds[0].Args()[1] == k
+	})
+	hookOn(cl.c, oldOwner, g)
+	setDone := make(chan error, 1)
+	go func() { setDone <- cl.c.Set(ctx, k, "newest", 0).Err() }()
+	<-g.arrived // the SET is on its way to the old owner
+	if err := cl.c.SetShards(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	go func() { v, _ := cl.c.Get(ctx, k).Result(); got <- v }()
+	time.Sleep(20 * time.Millisecond) // give a handoff that does not wait a chance to run ahead
+	close(g.release)
+	if err := <-setDone; err != nil {
+		t.Fatal(err)
+	}
+	if v := <-got; v != "newest" {
+		t.Fatalf("GET after the SET returned = %q, want the SET's value", v)
+	}
+	if _, err := cl.c.Rebalance(ctx, redshard.RebalanceOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if v := cl.c.Get(ctx, k).Val(); v != "newest" {
+		t.Fatalf("after Rebalance GET = %q, want the acknowledged SET's value", v)
+	}
+}
+
+// TestFailoverMultiKeyStandIns: with failover on, MSETNX of keys whose
+// owner is down went to the first key's stand-in only.
+func TestFailoverMultiKeyStandIns(t *testing.T) {
+	cl := &cluster{mini: map[string]*miniredis.Miniredis{}}
+	for i := range 4 {
+		m := miniredis.RunT(t)
+		name := fmt.Sprintf("shard-%d", i)
+		cl.mini[name] = m
+		cl.shards = append(cl.shards, redshard.Shard{Name: name, Addr: m.Addr()})
+	}
+	down := make(chan struct{}, 8)
+	c, err := redshard.NewClient(&redshard.Options{Shards: cl.shards, Health: &redshard.HealthOptions{
+		Interval: 10 * time.Millisecond, Timeout: 50 * time.Millisecond, Failover: true,
+		OnShardStateChange: func(s redshard.ShardStateChange) {
+			if s.Down {
+				down <- struct{}{}
+			}
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cl.c = c
+	// Two keys owned by shard-0 whose stand-ins differ, under one hash tag
+	// for MSETNX: look for a tag whose keys' next shards differ. With a
+	// hash tag both keys hash alike, so their stand-ins are the same:
+	// check that such a command is served, and that untagged keys with
+	// different stand-ins are refused.
+	keys := cl.keysOn(t, "shard-0", "k", 200)
+	cl.mini["shard-0"].Close()
+	<-down
+	standIn := map[string][]string{}
+	for _, k := range keys {
+		if err := c.Set(ctx, k, "v", time.Minute).Err(); err != nil {
+			t.Fatalf("SET %s with its owner down: %v", k, err)
+		}
+		for name, m := range cl.mini {
+			if name != "shard-0" && m.Exists(k) {
+				standIn[name] = append(standIn[name], k)
+			}
+		}
+	}
+	if len(standIn) < 2 {
+		t.Skipf("all %d keys share one stand-in (%v)", len(keys), standIn)
+	}
+	var a, b string
+	for _, ks := range standIn {
+		if a == "" {
+			a = ks[0]
+		} else if b == "" {
+			b = ks[0]
+		}
+	}
+	err = c.MSetNX(ctx, a, "1", b, "2").Err()
+	if !errors.Is(err, redshard.ErrCrossShard) {
+		t.Fatalf("MSETNX of keys with different stand-ins = %v, want ErrCrossShard", err)
+	}
+	tagged := []string{"{" + a + "}x", "{" + a + "}y"}
+	if s, _ := c.ShardFor(tagged[0]); s == "shard-0" {
+		if err := c.MSetNX(ctx, tagged[0], "1", tagged[1], "2").Err(); err != nil {
+			t.Fatalf("MSETNX of keys with one stand-in: %v", err)
+		}
+		if v := c.Get(ctx, tagged[1]).Val(); v != "2" {
+			t.Fatalf("the second key's reader sees %q, want 2", v)
+		}
+	}
+}
+
+// TestInternalKeysInvisible: split copies and leases showed in DBSIZE,
+// KEYS, SCAN and RANDOMKEY.
+func TestInternalKeysInvisible(t *testing.T) {
+	cl := newCluster(t, 1, 1)
+	if err := cl.c.Set(ctx, "user", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range cl.mini { // what split copies and leases look like
+		m.Set(redshard.SplitCopyPrefix+"abc:user", "v")
+		m.Set(redshard.LeaseKeyPrefix+"user", "token")
+	}
+	if keys := cl.c.Keys(ctx, "*").Val(); len(keys) != 1 || keys[0] != "user" {
+		t.Errorf("KEYS * = %v, want [user]", keys)
+	}
+	var scanned []string
+	iter := cl.c.Scan(ctx, 0, "*", 10).Iterator()
+	for iter.Next(ctx) {
+		scanned = append(scanned, iter.Val())
+	}
+	if iter.Err() != nil || len(scanned) != 1 || scanned[0] != "user" {
+		t.Errorf("SCAN = %v, %v; want [user]", scanned, iter.Err())
+	}
+	for range 20 {
+		if k, err := cl.c.RandomKey(ctx).Result(); err != nil || k != "user" {
+			t.Fatalf("RANDOMKEY = %q, %v; want user", k, err)
+		}
+	}
+}
