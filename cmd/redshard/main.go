@@ -98,8 +98,8 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		// go-redis's logger writes to stderr from its own goroutines.
 		stderr := &lockedWriter{w: stderr}
 		redisLog.start(stderr)
+		defer redisLog.stop(name) // before a panic is printed, too
 		err := sc.run(ctx, args[1:], stdout, stderr)
-		redisLog.stop(name)
 		var ue usageError
 		switch {
 		case err == nil, errors.Is(err, flag.ErrHelp):
