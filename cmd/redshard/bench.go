@@ -21,6 +21,9 @@ import (
 // sampleStep is the resolution of the per-shard load timeline.
 const sampleStep = 100 * time.Millisecond
 
+// maxEmbedded is the most embedded shards --shards and --weights start.
+const maxEmbedded = 64
+
 // benchConfig is the parsed command line of bench.
 type benchConfig struct {
 	wl         workload
@@ -52,8 +55,11 @@ shard client, each command of a pipeline counted) with busiest/mean.
 
 Shards are embedded miniredis servers started in this process (--shards,
 --weights) unless --config or --shard name real ones. Against real servers
-every key the workload uses is under --prefix: the keys under it are deleted
-before each run and at the end (--cleanup), and nothing else is touched.
+the workload's keys (--prefix followed by key:0, key:1, ..., or celebrity)
+must not exist yet: bench refuses to start when a shard holds one. It
+deletes them, and what redshard stored about them (split copies, the
+settled set of --add-shard-at's change), between runs and at the end
+(--cleanup), and touches no other key.
 
 Operations are single-key GETs and SETs, so every operation hands exactly
 one command to a shard client, except reads served by the local cache (or
@@ -73,7 +79,7 @@ draws FILE-load.png (commands per 100ms per shard) and FILE-latency.png.`)
 	var c benchConfig
 	c.wl.register(f, "uniform")
 	c.src.register(f, "shards")
-	f.IntVar(&c.shards, "shards", 3, "number of embedded shards (without --config/--shard)")
+	f.IntVar(&c.shards, "shards", 3, "number of embedded shards, 1 to 64 (without --config/--shard)")
 	f.StringVar(&c.weights, "weights", "", "`weights` of the embedded shards, comma-separated, e.g. 1,1,2 (default all 1; sets --shards)")
 	f.DurationVar(&c.duration, "duration", 10*time.Second, "how long each run sends operations")
 	f.StringVar(&c.mitigation, "mitigation", "none", "hot-key mitigation: none, local-cache or split; when not given, a --config file's hot_keys apply")
@@ -86,7 +92,7 @@ draws FILE-load.png (commands per 100ms per shard) and FILE-latency.png.`)
 	f.BoolVar(&c.first, "compare-first", false, "with --compare, run the comparison before redshard (to check the order does not matter)")
 	f.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole command to `file` (go tool pprof)")
 	f.BoolVar(&c.preload, "preload", true, "write every key before the run, so reads hit")
-	f.BoolVar(&c.cleanup, "cleanup", true, "with real servers, delete the --prefix keys at the end")
+	f.BoolVar(&c.cleanup, "cleanup", true, "with real servers, delete the workload's keys at the end")
 	if err := f.parse(args, stdout); err != nil {
 		return err
 	}
@@ -103,6 +109,10 @@ draws FILE-load.png (commands per 100ms per shard) and FILE-latency.png.`)
 		return usagef("--compare %q: the only comparison is goredis-ring", c.compare)
 	case c.addAt < 0 || c.killAt < 0:
 		return usagef("--add-shard-at and --kill-shard-at must not be negative")
+	case c.addAt >= c.duration && c.addAt > 0:
+		return usagef("--add-shard-at %v: the run ends at --duration %v; give a time before that", c.addAt, c.duration)
+	case c.killAt >= c.duration && c.killAt > 0:
+		return usagef("--kill-shard-at %v: the run ends at --duration %v; give a time before that", c.killAt, c.duration)
 	case c.killAt > 0 && c.src.given():
 		return usagef("--kill-shard-at needs embedded shards (no --config or --shard)")
 	case c.addAt > 0 && c.src.given() && len(c.addShard) != 1:
@@ -112,14 +122,27 @@ draws FILE-load.png (commands per 100ms per shard) and FILE-latency.png.`)
 	case c.src.given() && (f.isSet("shards") || f.isSet("weights")):
 		return usagef("--shards and --weights are for embedded shards; with --config or --shard the list comes from there")
 	}
+	// A chart file that cannot be written fails now, not after the run.
+	var charts *chartFiles
+	if c.png != "" {
+		var err error
+		if charts, err = createChartFiles(strings.TrimSuffix(c.png, ".png")); err != nil {
+			return fmt.Errorf("--png: %w", err)
+		}
+		defer charts.close()
+	}
 	fl, err := newFleet(&c.src, c.shards, c.weights, f.isSet("shards"))
 	if err != nil {
 		return err
 	}
 	defer fl.close()
 	fl.extra = c.addShard
-	if err := checkShards(append(fl.shards(), fl.extra...)); err != nil {
-		return usageError{fmt.Errorf("--add-shard: %w", err)}
+	if len(fl.extra) > 0 {
+		all := *fl.opt
+		all.Shards = append(fl.shards(), fl.extra...)
+		if err := all.Validate(); err != nil {
+			return usageError{fmt.Errorf("--add-shard: %w", err)}
+		}
 	}
 
 	if c.cpuProfile != "" {
@@ -140,21 +163,35 @@ draws FILE-load.png (commands per 100ms per shard) and FILE-latency.png.`)
 	case c.compare != "":
 		systems = append(systems, c.compare)
 	}
+	if !fl.embedded() {
+		// Real servers hold other data: write and delete only the
+		// workload's own keys, and only where none exists yet.
+		keys := c.wl.keyNames()
+		if err := fl.checkKeysFree(ctx, keys); err != nil {
+			return err
+		}
+		if c.cleanup {
+			// Split copies and a change's settled sets are redshard's
+			// records of the workload's keys.
+			hot := hotKeyOptions(c.mitigation, fl.opt.HotKeys, c.mitSet)
+			internal := (hot != nil && hot.Mitigation == redshard.SplitCopies) || c.addAt > 0
+			defer func() {
+				if err := fl.deleteKeys(context.WithoutCancel(ctx), keys, internal); err != nil {
+					fmt.Fprintf(stderr, "bench: cleanup: %v\n", err)
+				}
+			}()
+		}
+	}
 	var results []*result
-	for _, sys := range systems {
+	for i, sys := range systems {
 		fmt.Fprintf(stderr, "bench: running %s for %v...\n", sys, c.duration)
-		r, err := c.runOne(ctx, sys, fl)
+		r, err := c.runOne(ctx, sys, fl, i == 0)
 		if err != nil {
 			return fmt.Errorf("%s: %w", sys, err)
 		}
 		results = append(results, r)
 		if ctx.Err() != nil {
 			break
-		}
-	}
-	if !fl.embedded() && c.cleanup {
-		if err := fl.deletePrefix(ctx, c.wl.prefix); err != nil {
-			fmt.Fprintf(stderr, "bench: cleanup: %v\n", err)
 		}
 	}
 
@@ -164,12 +201,11 @@ draws FILE-load.png (commands per 100ms per shard) and FILE-latency.png.`)
 	} else {
 		writeComparison(stdout, results)
 	}
-	if c.png != "" {
-		files, err := drawCharts(strings.TrimSuffix(c.png, ".png"), results)
-		if err != nil {
+	if charts != nil {
+		if err := charts.draw(results); err != nil {
 			return fmt.Errorf("charts: %w", err)
 		}
-		fmt.Fprintf(stdout, "\ncharts: %s\n", strings.Join(files, ", "))
+		fmt.Fprintf(stdout, "\ncharts: %s\n", strings.Join(charts.names(), ", "))
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted: %w", ctx.Err())
@@ -199,6 +235,9 @@ func newFleet(src *source, n int, weightList string, nSet bool) (*fleet, error) 
 		}
 		return &fleet{opt: opt, desc: fmt.Sprintf("%d real shards: %s", len(opt.Shards), strings.Join(addrs, " "))}, nil
 	}
+	if n < 1 || n > maxEmbedded {
+		return nil, usagef("--shards %d: want 1 to %d embedded shards", n, maxEmbedded)
+	}
 	weights := make([]float64, n)
 	for i := range weights {
 		weights[i] = 1
@@ -213,8 +252,8 @@ func newFleet(src *source, n int, weightList string, nSet bool) (*fleet, error) 
 		}
 		weights = w
 	}
-	if len(weights) < 1 || len(weights) > 64 {
-		return nil, usagef("--shards %d: want 1 to 64 embedded shards", len(weights))
+	if len(weights) > maxEmbedded {
+		return nil, usagef("--weights has %d weights: want 1 to %d embedded shards", len(weights), maxEmbedded)
 	}
 	emb, err := startEmbedded(weights)
 	if err != nil {
@@ -249,32 +288,105 @@ func (fl *fleet) shardOptions(s redshard.Shard) *redis.Options {
 	return &o
 }
 
-// deletePrefix deletes every key starting with prefix from every shard,
-// including those a run may add, and the split copies of such keys
+// keyBatch is how many keys one EXISTS or UNLINK names.
+const keyBatch = 1000
+
+// checkKeysFree fails when one of keys already exists on a shard of the
+// fleet (those a run may add included): the workload would overwrite, and
+// then delete, data it did not write.
+func (fl *fleet) checkKeysFree(ctx context.Context, keys []string) error {
+	for _, s := range append(fl.shards(), fl.extra...) {
+		c := redis.NewClient(fl.shardOptions(s))
+		err := func() error {
+			defer c.Close()
+			for lo := 0; lo < len(keys); lo += keyBatch {
+				batch := keys[lo:min(lo+keyBatch, len(keys))]
+				n, err := c.Exists(ctx, batch...).Result()
+				if err != nil {
+					return fmt.Errorf("shard %s: checking that the workload's keys are free: %w", s, err)
+				}
+				if n == 0 {
+					continue
+				}
+				example := batch[0]
+				for _, k := range batch {
+					if c.Exists(ctx, k).Val() == 1 {
+						example = k
+						break
+					}
+				}
+				return fmt.Errorf("shard %s already holds keys the workload would write, such as %q: "+
+					"give another --prefix (or delete them yourself if an earlier run with --cleanup=false left them)", s, example)
+			}
+			return nil
+		}()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteKeys deletes keys from every shard (those a run may add included).
+// With internal, it also deletes the keys redshard's client stored about
+// them (under redshard.InternalKeyPrefix): the split copies of them
 // (redshard.SplitCopyPrefix + client tag + ":" + key), which would
-// otherwise expire on their own within MaxStaleness.
-func (fl *fleet) deletePrefix(ctx context.Context, prefix string) error {
-	patterns := []string{globEscape(prefix) + "*", globEscape(redshard.SplitCopyPrefix) + "*:" + globEscape(prefix) + "*"}
+// otherwise expire within MaxStaleness, and the settled sets of a
+// membership change (hashes whose fields are key names), which would
+// otherwise stay for days, but only a set whose every field is one of keys:
+// a set that names another key records someone else's change. No other
+// key is touched.
+func (fl *fleet) deleteKeys(ctx context.Context, keys []string, internal bool) error {
+	ours := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		ours[k] = true
+	}
 	var errs []error
 	for _, s := range append(fl.shards(), fl.extra...) {
 		c := redis.NewClient(fl.shardOptions(s))
-		for _, pat := range patterns {
-			it := c.Scan(ctx, 0, pat, 1000).Iterator()
-			var batch []string
+		for lo := 0; lo < len(keys); lo += keyBatch {
+			errs = append(errs, c.Unlink(ctx, keys[lo:min(lo+keyBatch, len(keys))]...).Err())
+		}
+		if internal {
+			var mine []string
+			it := c.Scan(ctx, 0, globEscape(redshard.InternalKeyPrefix)+"*", keyBatch).Iterator()
 			for it.Next(ctx) {
-				if batch = append(batch, it.Val()); len(batch) == 1000 {
-					errs = append(errs, c.Unlink(ctx, batch...).Err())
-					batch = batch[:0]
+				k := it.Val()
+				if rest, ok := strings.CutPrefix(k, redshard.SplitCopyPrefix); ok {
+					if _, key, ok := strings.Cut(rest, ":"); ok && ours[key] {
+						mine = append(mine, k)
+					}
+				} else if onlyOurFields(ctx, c, k, ours) {
+					mine = append(mine, k)
 				}
 			}
-			if len(batch) > 0 {
-				errs = append(errs, c.Unlink(ctx, batch...).Err())
-			}
 			errs = append(errs, it.Err())
+			for lo := 0; lo < len(mine); lo += keyBatch {
+				errs = append(errs, c.Unlink(ctx, mine[lo:min(lo+keyBatch, len(mine))]...).Err())
+			}
 		}
 		errs = append(errs, c.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// onlyOurFields reports whether key is a hash whose every field is in
+// ours.
+func onlyOurFields(ctx context.Context, c *redis.Client, key string, ours map[string]bool) bool {
+	if c.Type(ctx, key).Val() != "hash" {
+		return false
+	}
+	// HSCAN without NOVALUES (Redis 7.4): the iterator yields field,
+	// value, field, value, ...
+	it := c.HScan(ctx, key, 0, "", keyBatch).Iterator()
+	n := 0
+	for it.Next(ctx) {
+		if n%2 == 0 && !ours[it.Val()] {
+			return false
+		}
+		n++
+	}
+	return it.Err() == nil && n > 0
 }
 
 // globEscape quotes the characters SCAN MATCH treats as patterns.
@@ -400,7 +512,7 @@ func hotKeyOptions(mitigation string, fromConfig *redshard.HotKeyOptions, flagSe
 	case "local-cache":
 		return &redshard.HotKeyOptions{Mitigation: redshard.LocalCache}
 	case "split":
-		return &redshard.HotKeyOptions{Mitigation: redshard.Split}
+		return &redshard.HotKeyOptions{Mitigation: redshard.SplitCopies}
 	}
 	return nil
 }
@@ -427,16 +539,18 @@ type result struct {
 }
 
 // runOne runs the workload through one system on fresh (or, for real
-// servers, re-preloaded) shards.
-func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet) (*result, error) {
+// servers, re-preloaded) shards; first says no run came before it.
+func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, first bool) (*result, error) {
 	// Every run starts from the same state: empty embedded shards, or real
 	// ones without the previous run's keys (another client's placement).
 	if fl.emb != nil {
 		if err := fl.emb.reset(); err != nil {
 			return nil, err
 		}
-	} else if err := fl.deletePrefix(ctx, c.wl.prefix); err != nil {
-		return nil, fmt.Errorf("deleting the keys of an earlier run: %w", err)
+	} else if !first {
+		if err := fl.deleteKeys(ctx, c.wl.keyNames(), true); err != nil {
+			return nil, fmt.Errorf("deleting the keys of the previous run: %w", err)
+		}
 	}
 	cnt := newCounters()
 	res := &result{system: system, weights: map[string]float64{}}

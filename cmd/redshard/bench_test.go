@@ -154,6 +154,9 @@ func TestBenchRealShards(t *testing.T) {
 	if err := f.mini["a"].Set("other:key", "kept"); err != nil {
 		t.Fatal(err)
 	}
+	// redshard's record of someone else's change (a settled set): kept,
+	// while the one of the run's own change goes.
+	f.mini["c"].HSet("redshard:settled:theirs", "other:key", "1")
 	code, out, errOut := runCmd(t, append(benchArgs("--prefix", "t:", "--add-shard-at", "100ms", "--add-shard", "c="+f.mini["c"].Addr(),
 		"--compare", "goredis-ring"), f.flags("a", "b")...)...)
 	if code != exitOK {
@@ -169,13 +172,16 @@ func TestBenchRealShards(t *testing.T) {
 	}
 	for n, m := range f.mini {
 		for _, k := range m.Keys() {
-			if k != "other:key" {
+			if k != "other:key" && k != "redshard:settled:theirs" {
 				t.Errorf("shard %s kept bench key %q after the run", n, k)
 			}
 		}
 	}
 	if v, _ := f.mini["a"].Get("other:key"); v != "kept" {
 		t.Errorf("a key outside --prefix was touched: %q", v)
+	}
+	if !f.mini["c"].Exists("redshard:settled:theirs") {
+		t.Error("another change's settled set was deleted")
 	}
 }
 
@@ -200,10 +206,10 @@ func TestHotkeys(t *testing.T) {
 
 func TestBenchRealShardsCleanup(t *testing.T) {
 	// A split run leaves copies of the hot key on other shards; cleanup
-	// removes them with the keys, and only them, even when the prefix
-	// holds glob characters.
+	// removes them with the workload's keys, and only them: not other
+	// keys under the prefix, nor keys that match it as a glob.
 	f := startMiniFleet(t, "a", "b", "c")
-	for _, k := range []string{"t[1]x:key:1", "t1:key:1", "redshard:copy:abc:other"} {
+	for _, k := range []string{"t[1]x:key:1", "t1:key:1", "t[1]:mine", "redshard:copy:abc:other"} {
 		if err := f.mini["a"].Set(k, "kept"); err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +224,80 @@ func TestBenchRealShardsCleanup(t *testing.T) {
 		left = append(left, m.Keys()...)
 	}
 	slices.Sort(left)
-	if want := []string{"redshard:copy:abc:other", "t1:key:1", "t[1]x:key:1"}; !slices.Equal(left, want) {
+	if want := []string{"redshard:copy:abc:other", "t1:key:1", "t[1]:mine", "t[1]x:key:1"}; !slices.Equal(left, want) {
 		t.Errorf("keys left after the run: %q, want only %q", left, want)
+	}
+}
+
+func TestBenchBadPNGPathFailsFirst(t *testing.T) {
+	// A --png path that cannot be created fails before the run: the
+	// duration is long enough that running first would time the test out.
+	bad := filepath.Join(t.TempDir(), "no-such-dir", "run.png")
+	code, out, errOut := runCmd(t, "bench", "--duration", "1h", "--png", bad)
+	if code != exitFail || !strings.Contains(errOut, "--png") || !strings.Contains(errOut, "no-such-dir") ||
+		strings.Contains(errOut, "running") || out != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 naming the file before any run", code, out, errOut)
+	}
+}
+
+func TestBenchKillShardQuiet(t *testing.T) {
+	// Failed dials to the killed shard are go-redis log lines: without
+	// --verbose they are at most one summary line on stderr.
+	code, out, errOut := runCmd(t, benchArgs("--kill-shard-at", "100ms", "--read-ratio", "1")...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(errOut), "\n") {
+		if !strings.HasPrefix(l, "bench: running") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > 1 || (len(lines) == 1 && !strings.Contains(lines[0], "--verbose shows every line")) {
+		t.Errorf("stderr beyond the progress lines: %q", lines)
+	}
+}
+
+func TestRealShardsRefuseExistingKeys(t *testing.T) {
+	// A workload key already on a server is someone's data: bench and
+	// hotkeys refuse to overwrite (and then delete) it.
+	for _, cmd := range []string{"bench", "hotkeys"} {
+		t.Run(cmd, func(t *testing.T) {
+			f := startMiniFleet(t, "a", "b")
+			if err := f.mini["b"].Set("t:key:7", "theirs"); err != nil {
+				t.Fatal(err)
+			}
+			args := append([]string{cmd, "--prefix", "t:", "--keys", "100", "--duration", "200ms"}, f.flags("a", "b")...)
+			if cmd == "hotkeys" {
+				args = append(args, "--interval", "100ms")
+			}
+			code, out, errOut := runCmd(t, args...)
+			if code != exitFail || !strings.Contains(errOut, "already holds") || !strings.Contains(errOut, `"t:key:7"`) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 naming the key", code, out, errOut)
+			}
+			if v, _ := f.mini["b"].Get("t:key:7"); v != "theirs" || len(f.mini["a"].Keys())+len(f.mini["b"].Keys()) != 1 {
+				t.Errorf("the servers changed: t:key:7 = %q, keys %q %q", v, f.mini["a"].Keys(), f.mini["b"].Keys())
+			}
+		})
+	}
+}
+
+func TestHotkeysRealShardsCleanup(t *testing.T) {
+	f := startMiniFleet(t, "a", "b", "c")
+	if err := f.mini["a"].Set("t:mine", "kept"); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, append([]string{"hotkeys", "--prefix", "t:", "--keys", "500", "--duration", "300ms",
+		"--interval", "100ms", "--concurrency", "4", "--workload", "celebrity", "--celebrity-share", "0.6", "--mitigation", "split"},
+		f.flags("a", "b", "c")...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	var left []string
+	for _, m := range f.mini {
+		left = append(left, m.Keys()...)
+	}
+	if !slices.Equal(left, []string{"t:mine"}) {
+		t.Errorf("keys left after the run: %q, want only t:mine", left)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -24,17 +25,50 @@ const (
 	binsPerDecade    = 20 // latency histogram bins
 )
 
-// drawCharts writes base-load.png (one panel per run: commands per step
-// per shard) and base-latency.png (the latency distribution of every run)
-// and returns their names.
-func drawCharts(base string, results []*result) ([]string, error) {
-	loadFile, latFile := base+"-load.png", base+"-latency.png"
+// chartFiles are the two PNG files of --png, created before the run so
+// that a path that cannot be written fails at once. Not safe for
+// concurrent use.
+type chartFiles struct {
+	load, latency *os.File
+	drawn         bool
+}
 
+// createChartFiles creates base-load.png and base-latency.png.
+func createChartFiles(base string) (*chartFiles, error) {
+	load, err := os.Create(base + "-load.png")
+	if err != nil {
+		return nil, err
+	}
+	latency, err := os.Create(base + "-latency.png")
+	if err != nil {
+		load.Close()
+		os.Remove(load.Name())
+		return nil, err
+	}
+	return &chartFiles{load: load, latency: latency}, nil
+}
+
+func (c *chartFiles) names() []string { return []string{c.load.Name(), c.latency.Name()} }
+
+// close closes the files; it removes them when no chart was drawn (the
+// run failed), rather than leave empty PNG files.
+func (c *chartFiles) close() {
+	for _, f := range []*os.File{c.load, c.latency} {
+		f.Close()
+		if !c.drawn {
+			os.Remove(f.Name())
+		}
+	}
+}
+
+// draw writes the load chart (one panel per run: commands per step per
+// shard) and the latency chart (the latency distribution of every run).
+func (c *chartFiles) draw(results []*result) error {
 	plots := make([][]*plot.Plot, len(results))
 	for i, r := range results {
 		p, err := loadPlot(r)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		plots[i] = []*plot.Plot{p}
 	}
@@ -46,32 +80,25 @@ func drawCharts(base string, results []*result) ([]string, error) {
 	for i := range plots {
 		plots[i][0].Draw(canvases[i][0])
 	}
-	if err := writePNG(loadFile, img); err != nil {
-		return nil, err
+	c.drawn = true // from here on, a failure leaves what was written
+	if err := writePNG(c.load, img); err != nil {
+		return err
 	}
 
 	p, err := latencyPlot(results)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	img = vgimg.NewWith(vgimg.UseWH(chartWidth, chartPanelHeight+0.6*vg.Inch), vgimg.UseDPI(chartDPI))
 	p.Draw(draw.New(img))
-	if err := writePNG(latFile, img); err != nil {
-		return nil, err
-	}
-	return []string{loadFile, latFile}, nil
+	return writePNG(c.latency, img)
 }
 
-func writePNG(name string, img *vgimg.Canvas) error {
-	f, err := os.Create(name)
-	if err != nil {
-		return err
-	}
+func writePNG(f *os.File, img *vgimg.Canvas) error {
 	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
 		return err
 	}
-	return f.Close()
+	return f.Sync()
 }
 
 // loadPlot draws the commands each shard's client was handed per step.
@@ -114,6 +141,8 @@ func loadPlot(r *result) (*plot.Plot, error) {
 		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 		p.Add(l)
 	}
+	p.X.Tick.Marker = compactTicks{}
+	p.Y.Tick.Marker = compactTicks{}
 	p.Y.Min = 0
 	p.Y.Max = peak * 1.6 // room for the legend
 	return p, nil
@@ -166,7 +195,44 @@ func latencyPlot(results []*result) (*plot.Plot, error) {
 		p.Legend.Add(fmt.Sprintf("%s  p50 %s  p99 %s  p999 %s", r.system,
 			fmtDur(h.quantile(0.5)), fmtDur(h.quantile(0.99)), fmtDur(h.quantile(0.999))), l)
 	}
+	p.Y.Tick.Marker = compactTicks{}
 	p.Y.Min = 0
 	p.Y.Max = peak * (1.15 + 0.12*float64(len(results))) // room for the legend
 	return p, nil
+}
+
+// compactTicks are plot.DefaultTicks labelled by tickLabel: "2500" is
+// "2.5k", not "2500.00".
+type compactTicks struct{}
+
+func (compactTicks) Ticks(min, max float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ticks {
+		if ticks[i].Label != "" { // minor ticks have none
+			ticks[i].Label = tickLabel(ticks[i].Value)
+		}
+	}
+	return ticks
+}
+
+// tickLabel formats an axis value with at most three significant digits
+// and no trailing zeros, thousands as k and millions as M: 0, 0.25, 40,
+// 2.5k, 12k, 1.2M.
+func tickLabel(v float64) string {
+	unit := ""
+	switch a := math.Abs(v); {
+	case a >= 1e9:
+		v, unit = v/1e9, "G"
+	case a >= 1e6:
+		v, unit = v/1e6, "M"
+	case a >= 1e3:
+		v, unit = v/1e3, "k"
+	}
+	// Three significant digits, then the shortest decimal form: no
+	// "2500.00", no float noise such as 0.30000000000000004.
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 3, 64), 64)
+	if r == 0 {
+		r = 0 // no "-0"
+	}
+	return strconv.FormatFloat(r, 'f', -1, 64) + unit
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -11,6 +13,9 @@ import (
 	"github.com/redshard/redshard"
 	"github.com/redshard/redshard/hotkey"
 )
+
+// maxTop is the most keys Client.HotKeys returns, and so the largest --top.
+const maxTop = 20
 
 func runHotkeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f := newFlags("hotkeys", "[--config FILE | --shard ... | --shards N --weights w,w,...] [--workload zipf|celebrity|uniform] [flags]", `
@@ -27,22 +32,23 @@ client's traffic passes --min-share; hot reads are then served as
 process of a fleet sees its own.
 
 Shards are embedded miniredis servers (--shards, --weights) unless
---config or --shard name real ones (the workload's keys, under --prefix,
-are deleted afterwards).`)
+--config or --shard name real ones. There the workload's keys (under
+--prefix) must not exist yet; they are deleted afterwards (--cleanup), with
+the split copies made of them, and no other key is touched.`)
 	var wl workload
 	wl.register(f, "zipf")
 	var src source
 	src.register(f, "shards")
-	shards := f.Int("shards", 3, "number of embedded shards (without --config/--shard)")
+	shards := f.Int("shards", 3, "number of embedded shards, 1 to 64 (without --config/--shard)")
 	weights := f.String("weights", "", "`weights` of the embedded shards, comma-separated (default all 1; sets --shards)")
 	mitigation := f.String("mitigation", "local-cache", "hot-key mitigation while watching: local-cache or split")
 	interval := f.Duration("interval", time.Second, "time between two tables")
 	duration := f.Duration("duration", 10*time.Second, "how long to run")
-	top := f.Int("top", 10, "keys per table (at most 20)")
+	top := f.Int("top", 10, fmt.Sprintf("keys per table, 1 to %d (Client.HotKeys returns the %d most counted keys)", maxTop, maxTop))
 	window := f.Duration("window", 0, "detector decay window (default hotkey.DefaultWindow, 10s)")
 	minRate := f.Float64("min-rate", 0, "operations per second a key needs to turn hot (default hotkey.DefaultMinRate, 100)")
 	minShare := f.Float64("min-share", 0, "share of the traffic a key needs to turn hot (default hotkey.DefaultMinShare, 0.01)")
-	cleanup := f.Bool("cleanup", true, "with real servers, delete the --prefix keys at the end")
+	cleanup := f.Bool("cleanup", true, "with real servers, delete the workload's keys at the end")
 	if err := f.parse(args, stdout); err != nil {
 		return err
 	}
@@ -54,17 +60,21 @@ are deleted afterwards).`)
 	case "local-cache":
 		hot.Mitigation = redshard.LocalCache
 	case "split":
-		hot.Mitigation = redshard.Split
+		hot.Mitigation = redshard.SplitCopies
 	default:
 		return usagef("--mitigation %q: want local-cache or split", *mitigation)
 	}
 	switch {
 	case *interval <= 0 || *duration <= 0:
 		return usagef("--interval and --duration must be positive")
-	case *top < 1:
-		return usagef("--top %d: want at least 1", *top)
-	case *window < 0 || *minRate < 0 || *minShare < 0 || *minShare > 1:
-		return usagef("--window, --min-rate and --min-share must not be negative (and --min-share at most 1)")
+	case *top < 1 || *top > maxTop:
+		return usagef("--top %d: want 1 to %d: the client's detector reports at most the %d most counted keys (Client.HotKeys)", *top, maxTop, maxTop)
+	case *window < 0:
+		return usagef("--window %v: must not be negative", *window)
+	case !(*minRate >= 0) || math.IsInf(*minRate, 0):
+		return usagef("--min-rate %g: want a number of operations per second, 0 or more", *minRate)
+	case !(*minShare >= 0 && *minShare <= 1):
+		return usagef("--min-share %g: want a fraction in [0, 1]", *minShare)
 	case src.given() && (f.isSet("shards") || f.isSet("weights")):
 		return usagef("--shards and --weights are for embedded shards; with --config or --shard the list comes from there")
 	}
@@ -78,22 +88,38 @@ are deleted afterwards).`)
 	opt := *fl.opt
 	opt.Shards = fl.shards()
 	opt.HotKeys = &hot
+	if err := opt.Validate(); err != nil {
+		if errors.Is(err, redshard.ErrInvalidHotKeyOptions) {
+			// What the flags above asked for.
+			return usageError{err}
+		}
+		return err
+	}
 	c, err := redshard.NewClient(&opt)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	keys := wl.keyNames()
+	if !fl.embedded() {
+		// Real servers hold other data: write and delete only the
+		// workload's own keys, and only where none exists yet.
+		if err := fl.checkKeysFree(ctx, keys); err != nil {
+			return err
+		}
+		if *cleanup {
+			defer func() {
+				// Split copies are made by this client: close it first.
+				c.Close()
+				if err := fl.deleteKeys(context.WithoutCancel(ctx), keys, hot.Mitigation == redshard.SplitCopies); err != nil {
+					fmt.Fprintf(stderr, "hotkeys: cleanup: %v\n", err)
+				}
+			}()
+		}
+	}
 	value := strings.Repeat("v", wl.valueSize)
 	if err := preload(ctx, c, keys, value); err != nil {
 		return err
-	}
-	if !fl.embedded() && *cleanup {
-		defer func() {
-			if err := fl.deletePrefix(context.WithoutCancel(ctx), wl.prefix); err != nil {
-				fmt.Fprintf(stderr, "hotkeys: cleanup: %v\n", err)
-			}
-		}()
 	}
 
 	fmt.Fprintf(stdout, "shards:   %s\nworkload: %s\nclient:   mitigation %s\n", fl.desc, wl.String(), hot.Mitigation)

@@ -14,7 +14,8 @@
 // embedded miniredis shards when given neither.
 //
 // Exit status: 0 on success, 1 when the work failed (a server, a bad
-// configuration file, keys that could not be moved), 2 for a usage error.
+// configuration file, keys that could not be moved, a panic), 2 for a
+// usage error.
 package main
 
 import (
@@ -25,7 +26,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
+	"sync"
 )
 
 // Exit codes.
@@ -61,7 +64,17 @@ func main() {
 
 // run executes the command line args (without the program name) and
 // returns the exit status. Tests call it directly.
-func run(args []string, stdout, stderr io.Writer) int {
+//
+// A panic is a bug, not a usage error: run recovers it, prints it with its
+// stack on stderr and returns exitFail (an unrecovered panic would exit 2,
+// the status of a usage error).
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "redshard: internal error: panic: %v\n\n%s", r, debug.Stack())
+			code = exitFail
+		}
+	}()
 	if len(args) == 0 {
 		topUsage(stderr)
 		return exitUsage
@@ -82,6 +95,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 		defer stop()
+		// go-redis's logger writes to stderr from its own goroutines.
+		stderr := &lockedWriter{w: stderr}
+		redisLog.start(stderr)
+		defer redisLog.stop(name) // before a panic is printed, too
 		err := sc.run(ctx, args[1:], stdout, stderr)
 		var ue usageError
 		switch {
@@ -117,9 +134,23 @@ Commands:
 The shard list comes from --config FILE (JSON; see docs/operations.md) or
 from repeated --shard name=host:port[:weight] flags.
 
-Run 'redshard <command> --help' for a command's flags.
-Exit status: 0 success, 1 failure, 2 usage error.
+Run 'redshard <command> --help' for a command's flags. Every command takes
+--verbose to print go-redis's own log lines (failed dials, ...), which are
+otherwise counted and summarised at the end.
+Exit status: 0 success, 1 failure (a panic included), 2 usage error.
 `)
+}
+
+// lockedWriter serializes the writes to w. It is safe for concurrent use.
+type lockedWriter struct {
+	mu sync.Mutex // guards w
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // usageError is an error in the command line: the exit status is 2.
@@ -141,15 +172,19 @@ var errReported = errors.New("reported")
 type flags struct {
 	*flag.FlagSet
 	synopsis, description string
+	verbose               *bool
 }
 
 // newFlags returns the flags of a subcommand whose usage is synopsis and
-// description followed by the flags' defaults.
+// description followed by the flags' defaults. Every subcommand has
+// --verbose.
 func newFlags(name, synopsis, description string) *flags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // parse reports errors itself
 	fs.Usage = func() {}
-	return &flags{fs, synopsis, description}
+	f := &flags{FlagSet: fs, synopsis: synopsis, description: description}
+	f.verbose = fs.Bool("verbose", false, "print go-redis's own log lines (failed dials, ...) on stderr; without it they are only counted")
+	return f
 }
 
 // parse parses args. --help prints the usage to stdout and returns
@@ -157,6 +192,7 @@ func newFlags(name, synopsis, description string) *flags {
 // refused: every subcommand takes flags only.
 func (f *flags) parse(args []string, stdout io.Writer) error {
 	err := f.Parse(args)
+	redisLog.setVerbose(*f.verbose)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		f.usage(stdout)

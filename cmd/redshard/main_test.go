@@ -2,12 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 )
 
@@ -116,6 +121,50 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"bench", "--add-shard", "b=h:2"}, "--add-shard names one"},
 		{[]string{"hotkeys", "--mitigation", "none"}, "--mitigation"},
 		{[]string{"hotkeys", "--top", "0"}, "--top"},
+		// --top beyond what Client.HotKeys returns is refused, not capped.
+		{[]string{"hotkeys", "--top", "50"}, "want 1 to 20"},
+		// --add-shard-at / --kill-shard-at after the end of the run.
+		{[]string{"bench", "--duration", "1s", "--add-shard-at", "2s"}, "the run ends at --duration 1s"},
+		{[]string{"bench", "--duration", "1s", "--add-shard-at", "1s"}, "the run ends at --duration 1s"},
+		{[]string{"bench", "--duration", "1s", "--kill-shard-at", "5s"}, "--kill-shard-at 5s"},
+		// Negative, zero and non-finite numbers.
+		{[]string{"bench", "--shards", "-1"}, "--shards -1: want 1 to 64"},
+		{[]string{"bench", "--shards", "0"}, "--shards 0: want 1 to 64"},
+		{[]string{"bench", "--shards", "65"}, "--shards 65"},
+		{[]string{"hotkeys", "--shards", "-1"}, "--shards -1: want 1 to 64"},
+		{[]string{"bench", "--duration", "-1s"}, "--duration"},
+		{[]string{"bench", "--add-shard-at", "-1s"}, "must not be negative"},
+		{[]string{"bench", "--keys", "-5"}, "--keys"},
+		{[]string{"bench", "--concurrency", "-1"}, "--concurrency"},
+		{[]string{"bench", "--value-size", "-1"}, "--value-size"},
+		{[]string{"bench", "--read-ratio", "-0.1"}, "--read-ratio"},
+		{[]string{"bench", "--read-ratio", "NaN"}, "--read-ratio"},
+		{[]string{"bench", "--zipf-s", "-2"}, "--zipf-s"},
+		{[]string{"bench", "--celebrity-share", "-1"}, "--celebrity-share"},
+		{[]string{"bench", "--seed", "-1"}, `invalid value "-1" for flag -seed`},
+		{[]string{"bench", "--weights", "1,-1"}, "positive number"},
+		{[]string{"hotkeys", "--top", "-3"}, "--top"},
+		{[]string{"hotkeys", "--interval", "-1s"}, "--interval"},
+		{[]string{"hotkeys", "--interval", "0s"}, "--interval"},
+		{[]string{"hotkeys", "--duration", "-1s"}, "--duration"},
+		{[]string{"hotkeys", "--window", "-1s"}, "--window"},
+		{[]string{"hotkeys", "--min-rate", "-1"}, "--min-rate"},
+		{[]string{"hotkeys", "--min-rate", "NaN"}, "--min-rate"},
+		{[]string{"hotkeys", "--min-rate", "+Inf"}, "--min-rate"},
+		{[]string{"hotkeys", "--min-share", "-0.5"}, "--min-share"},
+		{[]string{"hotkeys", "--min-share", "NaN"}, "--min-share"},
+		{[]string{"shares", "--shard", "a=h:1", "--vnodes", "-1"}, "--vnodes"},
+		{[]string{"rebalance", "--shard", "a=h:1", "--add", "b=h:2", "--batch", "-1"}, "--batch"},
+		{[]string{"rebalance", "--shard", "a=h:1", "--add", "b=h:2", "--rate", "-1"}, "--rate"},
+		// Rates Rebalance cannot pace are refused before anything runs.
+		{[]string{"rebalance", "--shard", "a=h:1", "--add", "b=h:2", "--rate", "+Inf"}, "--rate +Inf"},
+		{[]string{"rebalance", "--shard", "a=h:1", "--add", "b=h:2", "--rate", "NaN"}, "--rate NaN"},
+		{[]string{"rebalance", "--shard", "a=h:1", "--add", "b=h:2", "--rate", "1e12"}, "--rate 1e+12"},
+		{[]string{"rebalance", "--shard", "a=h:1", "--add", "b=h:2", "--rate", "1e-300"}, "--rate 1e-300"},
+		{[]string{"rebalance", "--shard", "a=h:1", "--add", "b=h:2", "--batch", "100000000"}, "--batch"},
+		// The library's validation (Options.Validate) in place of the tool's.
+		{[]string{"shares", "--shard", "a=h:1", "--shard", "b=h:1"}, "duplicate shard address"},
+		{[]string{"plan", "--shard", "a=h:1", "--weight", "a=1e300"}, "invalid shard weight"},
 	} {
 		code, out, errOut := runCmd(t, tc.args...)
 		if code != exitUsage || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "--help") {
@@ -153,5 +202,77 @@ func TestParseShardSpec(t *testing.T) {
 		if err != nil || s.Name != tc.name || s.Addr != tc.addr || s.Weight != tc.weight {
 			t.Errorf("parseShardSpec(%q) = %+v, %v; want %s %s %g", tc.spec, s, err, tc.name, tc.addr, tc.weight)
 		}
+	}
+}
+
+// withSubcommand adds sc to the subcommands for the rest of the test.
+func withSubcommand(t *testing.T, sc subcommand) {
+	t.Helper()
+	saved := subcommands
+	subcommands = append(slices.Clone(subcommands), sc)
+	t.Cleanup(func() { subcommands = saved })
+}
+
+func TestPanicExitsOne(t *testing.T) {
+	withSubcommand(t, subcommand{name: "crash", run: func(context.Context, []string, io.Writer, io.Writer) error {
+		var m map[string]int
+		m["x"]++ // a bug: assignment to a nil map
+		return nil
+	}})
+	// A worker goroutine's panic is carried to run as well.
+	withSubcommand(t, subcommand{name: "crash-worker", run: func(ctx context.Context, _ []string, _, _ io.Writer) error {
+		m := miniredis.RunT(t)
+		c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+		defer c.Close()
+		c.AddHook(panicHook{})
+		w := workload{kind: "uniform", keys: 10, concurrency: 2, readRatio: 1}
+		r := load(ctx, c, &w, w.keyNames(), "v", make(chan struct{}), nil)
+		r.wait()
+		return nil
+	}})
+	for _, name := range []string{"crash", "crash-worker"} {
+		code, _, errOut := runCmd(t, name)
+		if code != exitFail || !strings.Contains(errOut, "panic:") || !strings.Contains(errOut, "goroutine") ||
+			strings.Contains(errOut, "--help") {
+			t.Errorf("%s: exit %d, stderr %q; want exit 1 with the panic and its stack", name, code, errOut)
+		}
+	}
+}
+
+type panicHook struct{}
+
+func (panicHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (panicHook) ProcessHook(redis.ProcessHook) redis.ProcessHook {
+	return func(context.Context, redis.Cmder) error { panic("hook bug") }
+}
+func (panicHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func TestRedisLogQuietUnlessVerbose(t *testing.T) {
+	// A subcommand whose client cannot dial: go-redis logs the failure.
+	gone := miniredis.RunT(t)
+	addr := gone.Addr()
+	gone.Close()
+	withSubcommand(t, subcommand{name: "dial", run: func(ctx context.Context, args []string, stdout, _ io.Writer) error {
+		f := newFlags("dial", "", "")
+		if err := f.parse(args, stdout); err != nil {
+			return err
+		}
+		for range 3 {
+			c := redis.NewClient(&redis.Options{Addr: addr, DialerRetries: 1, MaxRetries: -1})
+			_ = c.Ping(ctx).Err()
+			c.Close()
+		}
+		return nil
+	}})
+	code, _, errOut := runCmd(t, "dial")
+	if code != exitOK || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "failed to dial") ||
+		!strings.Contains(errOut, "and 2 more") || !strings.Contains(errOut, "--verbose") {
+		t.Errorf("quiet: exit %d, stderr %q; want one summary line counting 3 log lines", code, errOut)
+	}
+	code, _, errOut = runCmd(t, "dial", "--verbose")
+	if code != exitOK || strings.Count(errOut, "failed to dial") != 3 || strings.Contains(errOut, "more (--verbose") {
+		t.Errorf("--verbose: exit %d, stderr %q; want the 3 log lines", code, errOut)
 	}
 }

@@ -77,9 +77,9 @@ func newShardList(cur *redshard.Options, changes []change, toConfig string) ([]r
 		if err != nil {
 			return nil, err
 		}
-		if to.VnodesPerWeight != cur.VnodesPerWeight {
-			return nil, fmt.Errorf("--to-config %s: vnodes_per_weight %d differs from the current %d: changing it moves almost every key and is not a membership change",
-				toConfig, to.VnodesPerWeight, cur.VnodesPerWeight)
+		if a, b := effectiveVnodes(to.VnodesPerWeight), effectiveVnodes(cur.VnodesPerWeight); a != b {
+			return nil, fmt.Errorf("--to-config %s: vnodes_per_weight %s differs from the current %s: changing it moves almost every key and is not a membership change",
+				toConfig, describeVnodes(to.VnodesPerWeight), describeVnodes(cur.VnodesPerWeight))
 		}
 		return to.Shards, nil
 	case len(changes) == 0:
@@ -89,10 +89,28 @@ func newShardList(cur *redshard.Options, changes []change, toConfig string) ([]r
 	if err != nil {
 		return nil, err
 	}
-	if err := checkShards(to); err != nil {
+	next := *cur
+	next.Shards = to
+	if err := next.Validate(); err != nil {
 		return nil, usageError{err}
 	}
 	return to, nil
+}
+
+// effectiveVnodes is the VnodesPerWeight a ring built with v uses.
+func effectiveVnodes(v int) int {
+	if v == 0 {
+		return ring.DefaultVnodesPerWeight
+	}
+	return v
+}
+
+// describeVnodes prints a VnodesPerWeight setting as the value in effect.
+func describeVnodes(v int) string {
+	if v == 0 {
+		return fmt.Sprintf("%d (the default)", ring.DefaultVnodesPerWeight)
+	}
+	return fmt.Sprint(v)
 }
 
 // plan is the effect of changing a shard list.

@@ -8,6 +8,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/ring"
 )
 
 var fleetFlags = []string{
@@ -119,5 +120,23 @@ func TestPlanMovesMatchKeys(t *testing.T) {
 	}
 	if d := p.minimum - 0.2; d > 1e-12 || d < -1e-12 {
 		t.Errorf("minimum = %v, want 0.2 (weight 1 of 5)", p.minimum)
+	}
+}
+
+func TestPlanToConfigVnodes(t *testing.T) {
+	cur := writeFile(t, "cur.json", strings.Replace(fleetConfig, `]}`, `], "vnodes_per_weight": 16}`, 1))
+	same := writeFile(t, "same.json", fleetConfig)
+	explicit := writeFile(t, "explicit.json", strings.Replace(fleetConfig, `]}`, fmt.Sprintf(`], "vnodes_per_weight": %d}`, ring.DefaultVnodesPerWeight), 1))
+
+	// The file without vnodes_per_weight uses the default, 8192: say so,
+	// not "0".
+	code, _, errOut := runCmd(t, "plan", "--config", cur, "--to-config", same)
+	want := fmt.Sprintf("vnodes_per_weight %d (the default) differs from the current 16", ring.DefaultVnodesPerWeight)
+	if code != exitFail || !strings.Contains(errOut, want) {
+		t.Errorf("exit %d, stderr %q; want exit 1 and %q", code, errOut, want)
+	}
+	// The default spelt out is the same ring as the default left out.
+	if code, _, errOut := runCmd(t, "plan", "--config", same, "--to-config", explicit); code != exitOK {
+		t.Errorf("explicit default: exit %d, stderr %q; want the plan", code, errOut)
 	}
 }

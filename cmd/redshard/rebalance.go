@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/redshard/redshard"
@@ -47,15 +48,23 @@ docs/operations.md).`)
 	if err := f.parse(args, stdout); err != nil {
 		return err
 	}
-	switch {
-	case *rate < 0:
-		return usagef("--rate %g: must not be negative", *rate)
-	case *batch <= 0:
+	// Rebalance's own checks, one flag at a time so the error names it.
+	if err := (redshard.RebalanceOptions{Rate: *rate}).Validate(); err != nil {
+		return usagef("--rate %g: %w", *rate, err)
+	}
+	if *batch <= 0 {
 		return usagef("--batch %d: must be positive", *batch)
+	}
+	if err := (redshard.RebalanceOptions{BatchSize: *batch}).Validate(); err != nil {
+		return usagef("--batch %d: %w", *batch, err)
 	}
 	opt, to, p, err := planChange(&src, changes, *toConfig, nil)
 	if err != nil {
 		return err
+	}
+	if sameShards(opt.Shards, to) {
+		fmt.Fprintln(stdout, "nothing to do: the new shard list is the current one (same names, addresses and weights)")
+		return nil
 	}
 	p.write(stdout)
 	fmt.Fprintln(stdout)
@@ -81,7 +90,7 @@ docs/operations.md).`)
 
 	var bar *progressBar
 	if !*noProgress {
-		bar = &progressBar{w: stderr}
+		bar = &progressBar{w: stderr, start: time.Now()}
 	}
 	rep, err := c.Rebalance(ctx, redshard.RebalanceOptions{
 		BatchSize:  *batch,
@@ -104,6 +113,35 @@ docs/operations.md).`)
 	return nil
 }
 
+// sameShards reports whether a and b are the same shards in any order:
+// same names, addresses (or Sentinel masters) and effective weights. The
+// ring and the clients of such lists are the same, so there is nothing to
+// switch and nothing to move. (plan and rebalance refuse lists with
+// different VnodesPerWeight before this.)
+func sameShards(a, b []redshard.Shard) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	byName := map[string]redshard.Shard{}
+	for _, s := range a {
+		byName[s.Name] = s
+	}
+	for _, s := range b {
+		o, ok := byName[s.Name]
+		if !ok || o.Addr != s.Addr || weightOf(o) != weightOf(s) || !sameFailover(o.Failover, s.Failover) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameFailover(a, b *redis.FailoverOptions) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.MasterName == b.MasterName && slices.Equal(a.SentinelAddrs, b.SentinelAddrs)
+}
+
 // ping checks that every current shard of c answers.
 func ping(ctx context.Context, c *redshard.Client, which string) error {
 	var errs []error
@@ -120,17 +158,31 @@ func ping(ctx context.Context, c *redshard.Client, which string) error {
 }
 
 // progressBar draws Rebalance's progress: keys scanned against the keys
-// the shards held at the start (RebalanceProgress.Total), with rate and
-// ETA, and the keys and bytes moved. A nil *progressBar draws nothing.
+// the shards held at the start (RebalanceProgress.Total), the keys and
+// bytes moved, and the scan rate in keys/s with the time left. A nil
+// *progressBar draws nothing.
+//
+// The rate is worked out here, always in keys/s: progressbar's own rate
+// switches units (a first frame at 0 reads "0 keys/hr") and its ETA
+// divides by that zero.
 type progressBar struct {
-	w   io.Writer
-	bar *progressbar.ProgressBar
-	max int64
+	w     io.Writer
+	now   func() time.Time // time.Now when nil
+	bar   *progressbar.ProgressBar
+	max   int64
+	start time.Time // the rate's start: when Rebalance began, else the first update
 }
 
 func (b *progressBar) update(p redshard.RebalanceProgress) {
 	if b == nil {
 		return
+	}
+	now := time.Now
+	if b.now != nil {
+		now = b.now
+	}
+	if b.start.IsZero() {
+		b.start = now()
 	}
 	if b.bar == nil {
 		b.max = max(p.Total, p.Scanned, 1)
@@ -138,11 +190,9 @@ func (b *progressBar) update(p redshard.RebalanceProgress) {
 			progressbar.OptionSetWriter(b.w),
 			progressbar.OptionSetWidth(30),
 			progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(),
-			progressbar.OptionSetItsString("keys"),
-			progressbar.OptionSetPredictTime(true),
 			progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionShowElapsedTimeOnFinish(),
+			progressbar.OptionShowDescriptionAtLineEnd(),
 			progressbar.OptionSetSpinnerChangeInterval(0), // no goroutine
 		)
 	}
@@ -151,8 +201,30 @@ func (b *progressBar) update(p redshard.RebalanceProgress) {
 		b.max = p.Scanned
 		b.bar.ChangeMax64(b.max)
 	}
-	b.bar.Describe(fmt.Sprintf("moved %d (%s), failed %d", p.Moved, humanBytes(p.Bytes), p.Failed))
+	b.bar.Describe(progressText(p, b.max, now().Sub(b.start)))
 	_ = b.bar.Set64(p.Scanned)
+}
+
+// progressText describes p, elapsed after Rebalance began, for
+// a bar of max keys: "moved 120 (12.0 KiB), failed 0, 5210 keys/s, 3s
+// left". The rate is left out until a key has been scanned over a
+// measurable time, rather than shown as 0.
+func progressText(p redshard.RebalanceProgress, max int64, elapsed time.Duration) string {
+	text := fmt.Sprintf("moved %d (%s), failed %d", p.Moved, humanBytes(p.Bytes), p.Failed)
+	if p.Scanned == 0 || elapsed < time.Millisecond {
+		return text
+	}
+	rate := float64(p.Scanned) / elapsed.Seconds()
+	if rate >= 10 {
+		text += fmt.Sprintf(", %.0f keys/s", rate)
+	} else {
+		text += fmt.Sprintf(", %.2g keys/s", rate) // a slow start is not "0"
+	}
+	if left := max - p.Scanned; left > 0 {
+		eta := time.Duration(float64(left) / rate * float64(time.Second))
+		text += fmt.Sprintf(", %v left", eta.Round(time.Second))
+	}
+	return text
 }
 
 func (b *progressBar) finish(complete bool) {

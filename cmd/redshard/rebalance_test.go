@@ -220,3 +220,81 @@ func TestRebalanceUnreachableShard(t *testing.T) {
 		t.Error("rebalance to an unreachable shard changed the shards")
 	}
 }
+
+func TestRebalanceSameListNothingToDo(t *testing.T) {
+	f := startMiniFleet(t, "s0", "s1")
+	f.preload(t, 200, "s0", "s1")
+	cfg := writeFile(t, "fleet.json", fmt.Sprintf(`{"shards": [{"name": "s0", "addr": %q}, {"name": "s1", "addr": %q, "weight": 1}]}`,
+		f.mini["s0"].Addr(), f.mini["s1"].Addr()))
+	// The same shards in another order, weight 1 spelt out or left out.
+	reordered := writeFile(t, "reordered.json", fmt.Sprintf(`{"shards": [{"name": "s1", "addr": %q}, {"name": "s0", "addr": %q, "weight": 1}]}`,
+		f.mini["s1"].Addr(), f.mini["s0"].Addr()))
+	for _, args := range [][]string{
+		{"--config", cfg, "--to-config", cfg, "--yes"},
+		{"--config", cfg, "--to-config", reordered, "--yes"},
+		{"--config", cfg, "--to-config", cfg}, // without --yes too
+		{"--config", cfg, "--weight", "s0=1", "--yes"},
+	} {
+		// Commands sent to the shards: none (a full scan would be many).
+		before := f.mini["s0"].CommandCount() + f.mini["s1"].CommandCount()
+		code, out, errOut := runCmd(t, append([]string{"rebalance"}, args...)...)
+		after := f.mini["s0"].CommandCount() + f.mini["s1"].CommandCount()
+		if code != exitOK || !strings.Contains(out, "nothing to do") || strings.Contains(out, "rebalance report") || after != before {
+			t.Errorf("rebalance %q: exit %d, %d commands sent, stdout %q, stderr %q; want exit 0, \"nothing to do\" and no command",
+				args, code, after-before, out, errOut)
+		}
+	}
+	// A different address is a change (SetShards must run), and so is a
+	// weight.
+	moved := miniredis.RunT(t)
+	for _, args := range [][]string{
+		{"--config", cfg, "--weight", "s0=2"},
+		{"--shard", "s0=" + f.mini["s0"].Addr(), "--shard", "s1=" + moved.Addr(), "--to-config", cfg},
+	} {
+		code, out, _ := runCmd(t, append([]string{"rebalance"}, args...)...)
+		if code != exitFail || strings.Contains(out, "nothing to do") {
+			t.Errorf("rebalance %q: exit %d, stdout %q; want the plan and a request for --yes", args, code, out)
+		}
+	}
+}
+
+func TestProgressText(t *testing.T) {
+	p := redshard.RebalanceProgress{Total: 10000}
+	for _, tc := range []struct {
+		scanned int64
+		elapsed time.Duration
+		want    string
+	}{
+		{0, 0, "moved 0 (0 B), failed 0"},
+		{0, time.Second, "moved 0 (0 B), failed 0"},
+		{500, 0, "moved 0 (0 B), failed 0"},
+		{500, 2 * time.Second, "moved 0 (0 B), failed 0, 250 keys/s, 38s left"},
+		{10000, 4 * time.Second, "moved 0 (0 B), failed 0, 2500 keys/s"},
+		{3, time.Hour, "moved 0 (0 B), failed 0, 0.00083 keys/s, 3332h20m0s left"},
+		{5, 2 * time.Second, "moved 0 (0 B), failed 0, 2.5 keys/s, 1h6m38s left"},
+	} {
+		p.Scanned = tc.scanned
+		if got := progressText(p, p.Total, tc.elapsed); got != tc.want {
+			t.Errorf("progressText(scanned %d, %v) = %q, want %q", tc.scanned, tc.elapsed, got, tc.want)
+		}
+	}
+}
+
+func TestProgressBarFirstFrame(t *testing.T) {
+	var buf strings.Builder
+	at := time.Unix(0, 0)
+	b := &progressBar{w: &buf, now: func() time.Time { return at }, start: at}
+	b.update(redshard.RebalanceProgress{Total: 1000})
+	at = at.Add(2 * time.Second)
+	b.update(redshard.RebalanceProgress{Total: 1000, Scanned: 1000, Moved: 10, Bytes: 2048})
+	b.finish(true)
+	out := buf.String()
+	for _, bad := range []string{"/hr", "/min", "keys/hr"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("progress bar shows %q:\n%s", bad, out)
+		}
+	}
+	if !strings.Contains(out, "500 keys/s") || !strings.Contains(out, "moved 10 (2.0 KiB)") {
+		t.Errorf("progress bar without rate or moved keys:\n%q", out)
+	}
+}

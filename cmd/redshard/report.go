@@ -126,18 +126,18 @@ func (r *result) metrics() [][2]string {
 			[2]string{"hot keys at the end", fmt.Sprint(len(h.Keys))},
 		)
 		if h.Mitigation == redshard.LocalCache {
-			m = append(m, [2]string{"invalidation", trackingSummary(h.Shards)})
+			m = append(m, [2]string{"invalidation", invalidationSummary(h.Shards)})
 		}
 	}
 	return m
 }
 
-// trackingSummary counts the shards in each TrackingState:
-// "TrackingActive 3" or "TrackingStalenessOnly 2, TrackingUnprobed 1".
-func trackingSummary(shards []redshard.HotShardStats) string {
+// invalidationSummary counts the shards in each InvalidationState:
+// "tracking 3" or "staleness-only 2, unprobed 1".
+func invalidationSummary(shards []redshard.HotShardStats) string {
 	n := map[string]int{}
 	for _, s := range shards {
-		n[s.Tracking.String()]++
+		n[s.Invalidation.String()]++
 	}
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(n)) {

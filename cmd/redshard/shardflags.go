@@ -100,30 +100,13 @@ func (s *source) options() (*redshard.Options, error) {
 	case s.config != "":
 		return redshard.LoadConfig(s.config)
 	case len(s.shards) > 0:
-		if err := checkShards(s.shards); err != nil {
+		opt := &redshard.Options{Shards: slices.Clone(s.shards)}
+		if err := opt.Validate(); err != nil {
 			return nil, usageError{fmt.Errorf("--shard: %w", err)}
 		}
-		return &redshard.Options{Shards: slices.Clone(s.shards)}, nil
+		return opt, nil
 	}
 	return nil, usagef("no shards: give --config FILE or --shard name=host:port[:weight] (repeated)")
-}
-
-// checkShards rejects what NewClient would reject in a list of plain
-// shards: duplicate names or addresses.
-func checkShards(shards []redshard.Shard) error {
-	names := map[string]bool{}
-	addrs := map[string]string{}
-	for _, s := range shards {
-		if names[s.Name] {
-			return fmt.Errorf("%w: %q", redshard.ErrDuplicateName, s.Name)
-		}
-		names[s.Name] = true
-		if other, dup := addrs[s.Addr]; dup {
-			return fmt.Errorf("%w: shards %q and %q both use %s", redshard.ErrDuplicateAddr, other, s.Name, s.Addr)
-		}
-		addrs[s.Addr] = s.Name
-	}
-	return nil
 }
 
 // change is one --add, --remove or --weight.

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,9 +52,9 @@ func (w *workload) check() error {
 	switch {
 	case w.kind != "uniform" && w.kind != "zipf" && w.kind != "celebrity":
 		return usagef("--workload %q: want uniform, zipf or celebrity", w.kind)
-	case w.kind == "zipf" && !(w.zipfS > 1):
-		return usagef("--zipf-s %g: must be greater than 1", w.zipfS)
-	case w.kind == "celebrity" && !(w.celebrityShare >= 0 && w.celebrityShare <= 1):
+	case !(w.zipfS > 1) || math.IsInf(w.zipfS, 0):
+		return usagef("--zipf-s %g: must be a number greater than 1", w.zipfS)
+	case !(w.celebrityShare >= 0 && w.celebrityShare <= 1):
 		return usagef("--celebrity-share %g: want a fraction in [0, 1]", w.celebrityShare)
 	case w.keys < 2:
 		return usagef("--keys %d: want at least 2", w.keys)
@@ -127,13 +129,15 @@ func (g *generator) next() (key int, write bool) {
 func preload(ctx context.Context, c redis.Cmdable, keys []string, value string) error {
 	const batch = 1000
 	var (
-		mu    sync.Mutex
-		first error
-		wg    sync.WaitGroup
-		next  atomic.Int64
+		mu     sync.Mutex
+		first  error
+		wg     sync.WaitGroup
+		next   atomic.Int64
+		panics workerPanics
 	)
 	for range 8 {
 		wg.Go(func() {
+			defer panics.catch()
 			for {
 				lo := int(next.Add(batch)) - batch
 				if lo >= len(keys) || ctx.Err() != nil {
@@ -157,6 +161,7 @@ func preload(ctx context.Context, c redis.Cmdable, keys []string, value string) 
 		})
 	}
 	wg.Wait()
+	panics.repanic()
 	if first != nil {
 		return fmt.Errorf("preloading %d keys: %w", len(keys), first)
 	}
@@ -206,6 +211,36 @@ type loadRun struct {
 	wg      sync.WaitGroup
 	tallies []*tally
 	traces  []*opTrace
+	panics  workerPanics
+}
+
+// workerPanics keeps the first panic of a group of goroutines, so that the
+// goroutine waiting for them can re-raise it where run recovers it (a panic
+// left in a worker would kill the process with the exit status of a usage
+// error). It is safe for concurrent use.
+type workerPanics struct {
+	mu    sync.Mutex // guards first
+	first any
+}
+
+// catch, deferred by a worker, records its panic.
+func (p *workerPanics) catch() {
+	if r := recover(); r != nil {
+		p.mu.Lock()
+		if p.first == nil {
+			p.first = fmt.Sprintf("%v\n\nin a worker goroutine:\n%s", r, debug.Stack())
+		}
+		p.mu.Unlock()
+	}
+}
+
+// repanic re-raises the recorded panic, if any, once the workers stopped.
+func (p *workerPanics) repanic() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.first != nil {
+		panic(p.first)
+	}
 }
 
 // load starts the workload's workers against c; they run until stop is
@@ -221,6 +256,7 @@ func load(ctx context.Context, c redis.Cmdable, w *workload, keys []string, valu
 		g := w.generator(i)
 		wctx := withTrace(ctx, tr)
 		wg.Go(func() {
+			defer run.panics.catch()
 			for {
 				select {
 				case <-stop:
@@ -272,8 +308,12 @@ func load(ctx context.Context, c redis.Cmdable, w *workload, keys []string, valu
 	return run
 }
 
-// wait waits for the workers to stop.
-func (r *loadRun) wait() { r.wg.Wait() }
+// wait waits for the workers to stop; a worker's panic goes on in the
+// caller.
+func (r *loadRun) wait() {
+	r.wg.Wait()
+	r.panics.repanic()
+}
 
 // total returns the workers' merged tally, once they have stopped. Commands
 // charged to a worker's trace after its last operation returned (by a

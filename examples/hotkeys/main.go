@@ -7,7 +7,7 @@
 //	go run ./examples/hotkeys
 //
 // The same workload runs three times: with mitigation off, with LocalCache
-// and with Split. 30% of the operations name one key ("celebrity"), the rest
+// and with SplitCopies. 30% of the operations name one key ("celebrity"), the rest
 // are spread over 100,000 keys; 95% are GETs and 5% SETs. For each run it
 // prints how many commands each shard served, the busiest shard against the
 // mean, the hot keys the client detected, and what the mitigation did.
@@ -61,7 +61,7 @@ func main() {
 	}{
 		{"no mitigation", nil},
 		{"LocalCache: hot reads answered from the client's memory", &redshard.HotKeyOptions{Mitigation: redshard.LocalCache}},
-		{"Split: hot reads spread over the owner and 2 copies", &redshard.HotKeyOptions{Mitigation: redshard.Split}},
+		{"SplitCopies: hot reads spread over the owner and 2 copies", &redshard.HotKeyOptions{Mitigation: redshard.SplitCopies}},
 	}
 	for _, r := range runs {
 		for _, m := range servers {
@@ -138,10 +138,10 @@ func run(title string, shards []redshard.Shard, servers []*miniredis.Miniredis, 
 			st.CacheHits, reads, 100*float64(st.CacheHits)/float64(max(reads, 1)), st.Coalesced)
 		for _, s := range st.Shards {
 			if s.Name == owner {
-				fmt.Printf("  invalidation on %s: %v (miniredis has no CLIENT TRACKING: replies live MaxStaleness, 1s)\n", owner, s.Tracking)
+				fmt.Printf("  invalidation on %s: %v (miniredis has no CLIENT TRACKING: replies live MaxStaleness, 1s)\n", owner, s.Invalidation)
 			}
 		}
-	case redshard.Split:
+	case redshard.SplitCopies:
 		fmt.Printf("  split: %d hot reads answered by copies, %d copies made (each write through the client deletes them)\n",
 			st.SplitReads, st.CopyFills)
 	}

@@ -1,6 +1,8 @@
 // Command membership adds a shard to a running fleet of embedded miniredis
-// shards twice — once without handoff and once with it — printing the miss
-// rate second by second, then runs Rebalance with its progress and shows
+// shards twice, printing the miss rate tick by tick: once by restarting
+// the client on the new list (what a plain consistent-hash client does: the
+// moved keys miss) and once with SetShards, whose handoff brings each moved
+// key over on first use. Then it runs Rebalance with its progress and shows
 // the keys on each shard.
 //
 //	go run ./examples/membership
@@ -33,8 +35,8 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 	fmt.Printf("4 shards, %d keys, 95%% reads; a 5th shard joins after %v\n\n", *numKeys, *tick)
-	run(ctx, "without handoff", -1)
-	c := run(ctx, "with handoff", 0)
+	run(ctx, "a new client on the new list (no handoff)", false).Close()
+	c := run(ctx, "SetShards on the running client (handoff)", true)
 	defer c.Close()
 
 	fmt.Println("\nRebalance (moves what handoff has not moved yet):")
@@ -61,8 +63,11 @@ func main() {
 }
 
 // run preloads 4 shards, starts a workload, adds a 5th shard and prints
-// the miss rate per tick. handoffWindow < 0 turns handoff off.
-func run(ctx context.Context, title string, handoffWindow time.Duration) *redshard.Client {
+// the miss rate per tick. With setShards the running client switches with
+// SetShards (handoff); without, the workload moves to a new client built
+// with the 5 shards, as a restarted process would. It returns the client
+// the workload used last.
+func run(ctx context.Context, title string, setShards bool) *redshard.Client {
 	var shards []redshard.Shard
 	for i := 0; i < 5; i++ {
 		m, err := miniredis.Run()
@@ -71,7 +76,7 @@ func run(ctx context.Context, title string, handoffWindow time.Duration) *redsha
 		}
 		shards = append(shards, redshard.Shard{Name: fmt.Sprintf("shard-%d", i), Addr: m.Addr()})
 	}
-	c, err := redshard.NewClient(&redshard.Options{Shards: shards[:4], HandoffWindow: handoffWindow})
+	c, err := redshard.NewClient(&redshard.Options{Shards: shards[:4]})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -83,6 +88,8 @@ func run(ctx context.Context, title string, handoffWindow time.Duration) *redsha
 		log.Fatal(err)
 	}
 
+	var cur atomic.Pointer[redshard.Client] // the client the workload uses
+	cur.Store(c)
 	var reads, misses atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -94,6 +101,7 @@ func run(ctx context.Context, title string, handoffWindow time.Duration) *redsha
 					return
 				default:
 				}
+				c := cur.Load()
 				k := fmt.Sprintf("key:%d", rand.IntN(*numKeys))
 				if rand.IntN(100) < 5 {
 					c.Set(ctx, k, "updated", 0)
@@ -119,8 +127,16 @@ func run(ctx context.Context, title string, handoffWindow time.Duration) *redsha
 		}
 		fmt.Printf("  %4.1fs  %6d reads  miss rate %5.1f%%\n", t.Seconds(), r, 100*float64(m)/float64(max(r, 1)))
 		if !added {
-			if err := c.SetShards(ctx, shards); err != nil {
-				log.Fatal(err)
+			if setShards {
+				if err := c.SetShards(ctx, shards); err != nil {
+					log.Fatal(err)
+				}
+			} else {
+				next, err := redshard.NewClient(&redshard.Options{Shards: shards})
+				if err != nil {
+					log.Fatal(err)
+				}
+				cur.Store(next)
 			}
 			fmt.Println("        -- shard-4 added --")
 			added = true
@@ -128,6 +144,10 @@ func run(ctx context.Context, title string, handoffWindow time.Duration) *redsha
 	}
 	close(stop)
 	wg.Wait()
+	if old := c; cur.Load() != old {
+		old.Close()
+		c = cur.Load()
+	}
 	st := c.Stats()
 	fmt.Printf("  after the change: %d reads, miss rate %.2f%%; keys handed off on first use: %d\n",
 		totalReads, 100*float64(totalMisses)/float64(max(totalReads, 1)), st.HandoffMoved)

@@ -11,7 +11,8 @@
 //
 // (an optional third field is the weight). It writes keys, shows how many
 // each shard holds against its weight share, and runs an MGET that spans
-// shards.
+// shards. At the end it deletes the keys it wrote (quickstart:user:0 to
+// quickstart:user:19999) and touches no other key.
 package main
 
 import (
@@ -46,13 +47,22 @@ func main() {
 	fmt.Printf("client: %s\n\n", rdb)
 
 	// Write keys through a pipeline: redshard splits it per shard.
+	written := make([]string, numKeys)
 	pipe := rdb.Pipeline()
-	for i := 0; i < numKeys; i++ {
-		pipe.Set(ctx, fmt.Sprintf("quickstart:user:%d", i), i, 0)
+	for i := range written {
+		written[i] = fmt.Sprintf("quickstart:user:%d", i)
+		pipe.Set(ctx, written[i], i, 0)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		log.Fatalf("writing keys: %v", err)
 	}
+	// On real servers, delete exactly the keys written here, and nothing
+	// else, on the way out (log.Fatal skips it: rerunning overwrites them).
+	defer func() {
+		if err := rdb.Del(ctx, written...).Err(); err != nil {
+			log.Printf("deleting the keys this demo wrote: %v", err)
+		}
+	}()
 
 	// Count each shard's keys and compare with its weight share.
 	var totalWeight float64
@@ -64,7 +74,7 @@ func main() {
 	for _, s := range rdb.Shards() {
 		c, _ := rdb.ShardClient(s.Name)
 		n := 0
-		iter := c.Scan(ctx, 0, "quickstart:*", 1000).Iterator()
+		iter := c.Scan(ctx, 0, "quickstart:user:*", 1000).Iterator()
 		for iter.Next(ctx) {
 			n++
 		}
@@ -98,9 +108,6 @@ func main() {
 		log.Fatal(err)
 	}
 	fmt.Printf("DBSIZE summed over shards: %d\n", n)
-	if err := rdb.FlushDB(ctx).Err(); err != nil {
-		log.Fatal(err)
-	}
 }
 
 func weight(s redshard.Shard) float64 {
