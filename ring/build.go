@@ -14,7 +14,7 @@ import (
 
 // New builds the ring for nodes. The order of nodes does not matter. cfg may
 // be nil for the defaults; New does not retain cfg. Errors wrap ErrNoNodes,
-// ErrBadVnodes, ErrEmptyName, ErrBadWeight, ErrDuplicateName or
+// ErrInvalidVnodes, ErrEmptyName, ErrInvalidWeight, ErrDuplicateName or
 // ErrTooManyPoints; New never panics on bad input.
 func New(nodes []Node, cfg *Config) (*Ring, error) {
 	var c Config
@@ -22,7 +22,7 @@ func New(nodes []Node, cfg *Config) (*Ring, error) {
 		c = *cfg
 	}
 	if c.VnodesPerWeight < 0 {
-		return nil, fmt.Errorf("%w: got %d", ErrBadVnodes, c.VnodesPerWeight)
+		return nil, fmt.Errorf("%w: got %d", ErrInvalidVnodes, c.VnodesPerWeight)
 	}
 	if c.VnodesPerWeight == 0 {
 		c.VnodesPerWeight = DefaultVnodesPerWeight
@@ -51,7 +51,7 @@ func prepare(nodes []Node, vpw int) ([]Node, []int, int, error) {
 		case n.Name == "":
 			return nil, nil, 0, fmt.Errorf("%w: node %d", ErrEmptyName, i)
 		case n.Weight < 0 || math.IsNaN(n.Weight) || math.IsInf(n.Weight, 0):
-			return nil, nil, 0, fmt.Errorf("%w: node %q has weight %v", ErrBadWeight, n.Name, n.Weight)
+			return nil, nil, 0, fmt.Errorf("%w: node %q has weight %v", ErrInvalidWeight, n.Name, n.Weight)
 		case n.Weight == 0:
 			n.Weight = 1
 		}

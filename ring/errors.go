@@ -11,10 +11,10 @@ var (
 	ErrEmptyName = errors.New("ring: empty node name")
 	// ErrDuplicateName means two nodes had the same Name.
 	ErrDuplicateName = errors.New("ring: duplicate node name")
-	// ErrBadWeight means a node's Weight was negative, NaN or infinite.
-	ErrBadWeight = errors.New("ring: weight must be finite and >= 0")
-	// ErrBadVnodes means Config.VnodesPerWeight was negative.
-	ErrBadVnodes = errors.New("ring: VnodesPerWeight must be >= 0")
+	// ErrInvalidWeight means a node's Weight was negative, NaN or infinite.
+	ErrInvalidWeight = errors.New("ring: weight must be finite and >= 0")
+	// ErrInvalidVnodes means Config.VnodesPerWeight was negative.
+	ErrInvalidVnodes = errors.New("ring: VnodesPerWeight must be >= 0")
 	// ErrTooManyPoints means the nodes' weights times VnodesPerWeight add up
 	// to more than MaxPoints points on the circle.
 	ErrTooManyPoints = errors.New("ring: too many points")

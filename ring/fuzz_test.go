@@ -42,7 +42,7 @@ func FuzzRing(f *testing.F) {
 		r, err := ring.New(nodes, cfg)
 		if err != nil {
 			for _, s := range []error{ring.ErrNoNodes, ring.ErrEmptyName, ring.ErrDuplicateName,
-				ring.ErrBadWeight, ring.ErrBadVnodes, ring.ErrTooManyPoints} {
+				ring.ErrInvalidWeight, ring.ErrInvalidVnodes, ring.ErrTooManyPoints} {
 				if errors.Is(err, s) {
 					return
 				}

@@ -236,17 +236,17 @@ func TestNewErrors(t *testing.T) {
 		{"empty list", []ring.Node{}, nil, ring.ErrNoNodes},
 		{"empty name", []ring.Node{{Name: "a"}, {Name: ""}}, nil, ring.ErrEmptyName},
 		{"duplicate name", []ring.Node{{Name: "a"}, {Name: "b"}, {Name: "a", Weight: 2}}, nil, ring.ErrDuplicateName},
-		{"negative weight", []ring.Node{{Name: "a", Weight: -1}}, nil, ring.ErrBadWeight},
-		{"NaN weight", []ring.Node{{Name: "a", Weight: math.NaN()}}, nil, ring.ErrBadWeight},
-		{"+Inf weight", []ring.Node{{Name: "a", Weight: math.Inf(1)}}, nil, ring.ErrBadWeight},
-		{"-Inf weight", []ring.Node{{Name: "a", Weight: math.Inf(-1)}}, nil, ring.ErrBadWeight},
-		{"negative vnodes", []ring.Node{{Name: "a"}}, &ring.Config{VnodesPerWeight: -1}, ring.ErrBadVnodes},
+		{"negative weight", []ring.Node{{Name: "a", Weight: -1}}, nil, ring.ErrInvalidWeight},
+		{"NaN weight", []ring.Node{{Name: "a", Weight: math.NaN()}}, nil, ring.ErrInvalidWeight},
+		{"+Inf weight", []ring.Node{{Name: "a", Weight: math.Inf(1)}}, nil, ring.ErrInvalidWeight},
+		{"-Inf weight", []ring.Node{{Name: "a", Weight: math.Inf(-1)}}, nil, ring.ErrInvalidWeight},
+		{"negative vnodes", []ring.Node{{Name: "a"}}, &ring.Config{VnodesPerWeight: -1}, ring.ErrInvalidVnodes},
 		{"absurd weight", []ring.Node{{Name: "a", Weight: 1e12}}, nil, ring.ErrTooManyPoints},
 		{"largest weight", []ring.Node{{Name: "a", Weight: math.MaxFloat64}}, nil, ring.ErrTooManyPoints},
 		{"absurd vnodes", []ring.Node{{Name: "a"}}, &ring.Config{VnodesPerWeight: math.MaxInt}, ring.ErrTooManyPoints},
 		{"too many in sum", []ring.Node{{Name: "a", Weight: 5000}, {Name: "b", Weight: 5000}}, nil, ring.ErrTooManyPoints},
 	}
-	sentinels := []error{ring.ErrNoNodes, ring.ErrEmptyName, ring.ErrDuplicateName, ring.ErrBadWeight, ring.ErrBadVnodes, ring.ErrTooManyPoints}
+	sentinels := []error{ring.ErrNoNodes, ring.ErrEmptyName, ring.ErrDuplicateName, ring.ErrInvalidWeight, ring.ErrInvalidVnodes, ring.ErrTooManyPoints}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r, err := ring.New(tt.nodes, tt.cfg)
