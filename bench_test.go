@@ -118,3 +118,84 @@ func BenchmarkGetParallel(b *testing.B) {
 		}
 	})
 }
+
+// absentStubHook is stubHook, except that scripts (the take of a move)
+// answer nil: every key is absent from its previous owner, so a change's
+// handoff settles keys without moving anything.
+type absentStubHook struct{ stubHook }
+
+func (absentStubHook) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(_ context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if n := c.Name(); n == "evalsha" || n == "eval" {
+				c.SetErr(redis.Nil)
+			}
+		}
+		return nil
+	}
+}
+
+// BenchmarkDuringChange is the per-command cost of the membership protocol
+// on stub shards: with no change in progress, and during a change for a key
+// whose owner did not change and for one already handed off (the done-set).
+func BenchmarkDuringChange(b *testing.B) {
+	ctx := context.Background()
+	var shards []redshard.Shard
+	for i := 0; i < 5; i++ {
+		shards = append(shards, redshard.Shard{Name: fmt.Sprint("s", i), Addr: fmt.Sprintf("127.0.0.1:%d", 1+i)})
+	}
+	c, err := redshard.NewClient(&redshard.Options{
+		Shards: shards[:4],
+		Health: &redshard.HealthOptions{Disable: true},
+		NewShardClient: func(s redshard.Shard, o *redis.Options) *redis.Client {
+			cl := redis.NewClient(o)
+			cl.AddHook(absentStubHook{})
+			return cl
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	b.Run("no-change", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c.Get(ctx, "bench:key")
+		}
+	})
+	before := map[string]string{}
+	for i := 0; i < 1000; i++ {
+		k := fmt.Sprint("bench:", i)
+		before[k], _ = c.ShardFor(k)
+	}
+	if err := c.SetShards(ctx, shards); err != nil {
+		b.Fatal(err)
+	}
+	var stayed, moved string
+	for k, s := range before {
+		if now, _ := c.ShardFor(k); now == s && stayed == "" {
+			stayed = k
+		} else if now != s && moved == "" {
+			moved = k
+		}
+	}
+	if err := c.Get(ctx, moved).Err(); err != nil {
+		b.Fatal(err) // hands the key off: absent on its previous owner
+	}
+	for _, k := range []struct{ name, key string }{{"change/unmoved-key", stayed}, {"change/moved-key", moved}} {
+		b.Run(k.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				c.Get(ctx, k.key)
+			}
+		})
+		b.Run(k.name+"/parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					c.Get(ctx, k.key)
+				}
+			})
+		})
+	}
+}

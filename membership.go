@@ -62,23 +62,42 @@ type handoff struct {
 	closed   bool
 	flush    sync.RWMutex
 
+	// done holds the keys settled in this process (moved, found absent on
+	// the previous owner, or settled without it), striped so that the
+	// commands of a change do not all meet on one lock.
+	done [doneStripes]doneStripe
+}
+
+const doneStripes = 64
+
+type doneStripe struct {
 	mu   sync.Mutex
-	done map[string]struct{} // guarded by mu: keys migrated or found absent on the previous owner
+	keys map[string]struct{} // guarded by mu
+	_    [40]byte            // keep stripes on separate cache lines
+}
+
+func (h *handoff) stripe(key string) *doneStripe {
+	return &h.done[xxhash.Sum64String(key)%doneStripes]
 }
 
 func (h *handoff) isDone(key string) bool {
-	h.mu.Lock()
-	_, ok := h.done[key]
-	h.mu.Unlock()
+	st := h.stripe(key)
+	st.mu.Lock()
+	_, ok := st.keys[key]
+	st.mu.Unlock()
 	return ok
 }
 
 func (h *handoff) markDone(key string) {
-	h.mu.Lock()
-	if len(h.done) < maxHandoffDone {
-		h.done[key] = struct{}{}
+	st := h.stripe(key)
+	st.mu.Lock()
+	if st.keys == nil {
+		st.keys = map[string]struct{}{}
 	}
-	h.mu.Unlock()
+	if len(st.keys) < maxHandoffDone/doneStripes {
+		st.keys[key] = struct{}{}
+	}
+	st.mu.Unlock()
 }
 
 // enterMove registers a move; false once the change is over.
@@ -169,7 +188,7 @@ func (c *Client) SetShards(ctx context.Context, shards []Shard) error {
 		}
 	}
 	id := changeID(old, top)
-	top.handoff = &handoff{from: old, id: id, settled: settledPrefix + id, done: map[string]struct{}{}}
+	top.handoff = &handoff{from: old, id: id, settled: settledPrefix + id}
 	c.top.Store(top)
 	return nil
 }
@@ -237,6 +256,12 @@ func (c *Client) handOffKey(ctx context.Context, top *topology, key string) erro
 	if from.id == to.id || h.isDone(key) {
 		return nil
 	}
+	return c.moveOne(ctx, h, from, to, key)
+}
+
+// moveOne is handOffKey's slow path, apart so that what its flight
+// captures is not allocated for the commands that need no move.
+func (c *Client) moveOne(ctx context.Context, h *handoff, from, to *shard, key string) error {
 	if err := c.awaitDrain(ctx, h); err != nil {
 		return err
 	}
