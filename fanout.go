@@ -16,6 +16,11 @@ import (
 func (t *topology) planFanout(cmd redis.Cmder, info command.Info) route {
 	subs := make([]sub, len(t.shards))
 	for i := range t.shards {
+		if info.Name == "dbsize" && len(cmd.Args()) == 1 {
+			// Without redshard's own keys (see dbsizeScript).
+			subs[i] = sub{shard: i, cmd: redis.NewIntCmd(context.Background(), "eval", dbsizeScript, 1, internalIndex)}
+			continue
+		}
 		subs[i] = sub{shard: i, cmd: cmd.Clone()}
 	}
 	return route{direct: -1, subs: subs, finish: func() { t.mergeFanout(cmd, info, subs) }}

@@ -280,7 +280,8 @@ func (h *hotPath) fill(ctx context.Context, key string, owner, b *shard) {
 	}
 	name := h.copyName(key)
 	h.charge(b, 1)
-	if err := b.client.RestoreReplace(ctx, name, ttl, dump.Val()).Err(); err != nil {
+	restore := redis.NewStatusCmd(ctx, "restore", name, ttl.Milliseconds(), dump.Val(), "replace")
+	if err := indexInternal(ctx, b.client, restore, name); err != nil {
 		return
 	}
 	h.stats.fills.Add(1)
@@ -294,7 +295,7 @@ func (h *hotPath) fill(ctx context.Context, key string, owner, b *shard) {
 	st.mu.Unlock()
 	if !ok {
 		h.charge(b, 1)
-		_ = b.client.Del(ctx, name).Err()
+		_ = deleteInternal(ctx, b.client, name)
 	}
 }
 
@@ -333,7 +334,7 @@ func (r *splitRegistry) written(h *hotPath, key string) {
 	name := h.copyName(key)
 	parallel(len(dels), func(i int) {
 		h.chargeState(dels[i].hotState(), 1)
-		_ = dels[i].client.Del(ctx, name).Err()
+		_ = deleteInternal(ctx, dels[i].client, name)
 	})
 	cancel()
 	st.mu.Lock()

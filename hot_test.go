@@ -665,7 +665,17 @@ func (g hotRestoreGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 func (g hotRestoreGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds { // a fill's RESTORE goes with its index entry
+			if cmd.Name() == "restore" {
+				g.once.Do(func() {
+					close(g.held)
+					<-g.proceed
+				})
+			}
+		}
+		return next(ctx, cmds)
+	}
 }
 
 // TestHotKeysSplitFillRacesWrite: a fill reads the old value, a write

@@ -193,7 +193,12 @@ func (c *Client) flight(ctx context.Context, key string, ttl time.Duration, load
 	shardName, shard := c.ShardFor(key)
 	lk := LeaseKeyPrefix + key
 	token := rand.Text()
-	won, err := shard.SetNX(ctx, lk, token, opt.Lease).Result()
+	setNX := redis.NewBoolCmd(ctx, "set", lk, token, "px", opt.Lease.Milliseconds(), "nx")
+	err = indexInternal(ctx, shard, setNX, lk)
+	won := setNX.Val()
+	if err == redis.Nil {
+		won, err = false, nil
+	}
 	if err != nil {
 		return "", fmt.Errorf("redshard: GetOrLoad %q: taking lease on shard %s: %w", key, shardName, err)
 	}
@@ -289,14 +294,19 @@ func (c *Client) callLoad(ctx context.Context, load func(context.Context) (strin
 
 // releaseScript deletes a lease only if it still holds the caller's token,
 // so a loader that outlived its lease never frees another loader's.
-var releaseScript = redis.NewScript(`if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`)
+// KEYS = lease, internal index.
+var releaseScript = redis.NewScript(`if redis.call('get', KEYS[1]) == ARGV[1] then
+	redis.call('srem', KEYS[2], KEYS[1])
+	return redis.call('del', KEYS[1])
+end
+return 0`)
 
 // release frees a lease taken with token. If it fails, the lease expires by
 // itself after at most lease.
 func (c *Client) release(ctx context.Context, shard *redis.Client, leaseKey, token string, lease time.Duration) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease)
 	defer cancel()
-	_ = releaseScript.Run(rctx, shard, []string{leaseKey}, token).Err()
+	_ = releaseScript.Run(rctx, shard, []string{leaseKey, internalIndex}, token).Err()
 }
 
 // loadErr wraps a Redis error of GetOrLoad with the step and the key.

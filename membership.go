@@ -212,7 +212,12 @@ func (c *Client) releaseChangeLocked(ctx context.Context, top *topology) func() 
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handoffTimeout)
 		defer cancel()
 		parallel(len(top.shards), func(i int) {
-			_ = top.shards[i].client.Del(dctx, h.settled).Err() // a leftover expires (settledTTL)
+			// A leftover expires (settledTTL), and DBSIZE prunes the index.
+			_, _ = top.shards[i].client.Pipelined(dctx, func(p redis.Pipeliner) error {
+				p.Del(dctx, h.settled)
+				p.SRem(dctx, internalIndex, h.settled)
+				return nil
+			})
 		})
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -301,7 +306,7 @@ func (c *Client) settleWithoutPrevious(ctx context.Context, h *handoff, from, to
 	if c.top.Load().gutterTTL <= 0 {
 		return fmt.Errorf("redshard: key %q is still on its previous owner: %w", key, from.downError())
 	}
-	if err := settleAbsentScript.Run(ctx, to.client, []string{key, h.settled}, settledTTL.Milliseconds()).Err(); err != nil {
+	if err := settleAbsentScript.Run(ctx, to.client, []string{key, h.settled, internalIndex}, settledTTL.Milliseconds()).Err(); err != nil {
 		return fmt.Errorf("redshard: settling key %q on %s: %w", key, to.Shard, err)
 	}
 	h.markDone(key)

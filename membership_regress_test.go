@@ -419,16 +419,56 @@ func TestFailoverMultiKeyStandIns(t *testing.T) {
 	}
 }
 
-// TestInternalKeysInvisible: split copies and leases showed in DBSIZE,
-// KEYS, SCAN and RANDOMKEY.
+// TestInternalKeysInvisible: split copies, leases and settled sets showed
+// in DBSIZE, KEYS, SCAN and RANDOMKEY.
 func TestInternalKeysInvisible(t *testing.T) {
-	cl := newCluster(t, 1, 1)
+	hc := newHotCluster(t, 2, redshard.HotKeyOptions{Mitigation: redshard.SplitCopies, Copies: 2}, func(o *redshard.Options) {
+		o.Load = &redshard.LoadOptions{Lease: time.Minute}
+	})
+	cl := hc.cluster
 	if err := cl.c.Set(ctx, "user", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range cl.mini { // what split copies and leases look like
-		m.Set(redshard.SplitCopyPrefix+"abc:user", "v")
-		m.Set(redshard.LeaseKeyPrefix+"user", "token")
+	for i := range 40 { // a hot key read from its split copy
+		if i == 20 {
+			cl.c.HotKeys()
+		}
+		cl.c.Get(ctx, "user")
+	}
+	if st := cl.c.Stats().Hot; st.CopyFills == 0 {
+		t.Fatalf("no split copy was made: %+v", st)
+	}
+	// A GetOrLoad whose load is running holds a lease.
+	loading, release := make(chan struct{}), make(chan struct{})
+	loaded := make(chan error, 1)
+	go func() {
+		_, err := cl.c.GetOrLoad(ctx, "loaded", 0, func(context.Context) (string, error) {
+			close(loading)
+			<-release
+			return "x", nil
+		})
+		loaded <- err
+	}()
+	<-loading
+	defer func() {
+		close(release)
+		if err := <-loaded; err != nil {
+			t.Error(err)
+		}
+	}()
+	internal := 0
+	for _, m := range cl.mini {
+		for _, k := range m.Keys() {
+			if strings.HasPrefix(k, redshard.InternalKeyPrefix) {
+				internal++
+			}
+		}
+	}
+	if internal < 3 { // a copy, a lease, the index
+		t.Fatalf("only %d internal keys on the servers: the test makes none to hide", internal)
+	}
+	if n, err := cl.c.DBSize(ctx).Result(); err != nil || n != 1 {
+		t.Errorf("DBSIZE = %d, %v; want 1 (internal keys: %d)", n, err, internal)
 	}
 	if keys := cl.c.Keys(ctx, "*").Val(); len(keys) != 1 || keys[0] != "user" {
 		t.Errorf("KEYS * = %v, want [user]", keys)

@@ -48,6 +48,51 @@ const InternalKeyPrefix = "redshard:"
 // isInternalKey reports whether key is one of redshard's own.
 func isInternalKey(key string) bool { return strings.HasPrefix(key, InternalKeyPrefix) }
 
+// InternalIndexKey names a set, on each server, of the internal keys
+// redshard created there: DBSIZE through the client subtracts those still
+// alive, at the cost of the index's size rather than a scan of the key
+// space. A key that misses the index (its SADD failed) is counted by
+// DBSIZE until it expires. A tool that deletes internal keys should remove
+// them from the index too.
+const InternalIndexKey = InternalKeyPrefix + "index"
+
+const internalIndex = InternalIndexKey
+
+// dbsizeScript is DBSIZE without redshard's own keys: it counts the
+// index's live members (pruning the expired ones) and the index itself.
+const dbsizeScript = `
+local n = redis.call('DBSIZE')
+if redis.call('EXISTS', KEYS[1]) == 0 then return n end
+local live = 1
+for _, k in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+	if redis.call('EXISTS', k) == 1 then live = live + 1 else redis.call('SREM', KEYS[1], k) end
+end
+if live == 1 and redis.call('EXISTS', KEYS[1]) == 0 then live = 0 end
+return n - live`
+
+// indexInternal records an internal key in its server's index; cmd is the
+// command that creates it, sent in the same pipeline. The index expires a
+// while after the last key was added (its members expire long before).
+func indexInternal(ctx context.Context, cl *redis.Client, cmd redis.Cmder, key string) error {
+	_, _ = cl.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_ = p.Process(ctx, cmd)
+		p.SAdd(ctx, internalIndex, key)
+		p.PExpire(ctx, internalIndex, settledTTL)
+		return nil
+	})
+	return cmd.Err()
+}
+
+// deleteInternal deletes an internal key and its index entry.
+func deleteInternal(ctx context.Context, cl *redis.Client, key string) error {
+	_, err := cl.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, key)
+		p.SRem(ctx, internalIndex, key)
+		return nil
+	})
+	return err
+}
+
 var (
 	// takeScript returns a key's DUMP and PTTL, or false when it is absent.
 	takeScript = redis.NewScript(`
@@ -55,7 +100,7 @@ local d = redis.call('DUMP', KEYS[1])
 if not d then return false end
 return {d, redis.call('PTTL', KEYS[1])}`)
 
-	// settleScript: KEYS = key, settled set; ARGV = ttl ms (0: none), dump,
+	// settleScript: KEYS = key, settled set, index; ARGV = ttl ms (0: none), dump,
 	// set ttl ms. Returns 0 restored, 1 kept the newer value on N, 2 refused
 	// (already settled in this change).
 	settleScript = redis.NewScript(`
@@ -68,6 +113,8 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
 end
 if redis.call('HSET', KEYS[2], KEYS[1], '1') == 1 and redis.call('PTTL', KEYS[2]) < 0 then
 	redis.call('PEXPIRE', KEYS[2], ARGV[3])
+	redis.call('SADD', KEYS[3], KEYS[2])
+	redis.call('PEXPIRE', KEYS[3], ARGV[3])
 end
 return kept`)
 
@@ -77,6 +124,8 @@ return kept`)
 	settleAbsentScript = redis.NewScript(`
 if redis.call('HSET', KEYS[2], KEYS[1], '1') == 1 and redis.call('PTTL', KEYS[2]) < 0 then
 	redis.call('PEXPIRE', KEYS[2], ARGV[1])
+	redis.call('SADD', KEYS[3], KEYS[2])
+	redis.call('PEXPIRE', KEYS[3], ARGV[1])
 end
 return 0`)
 
@@ -146,7 +195,7 @@ func moveKeys(ctx context.Context, from *redis.Client, keys []string, settled st
 		wg.Go(func() {
 			cmds := runScript(ctx, to, settleScript, len(idx), func(j int) ([]string, []any) {
 				i := idx[j]
-				return []string{keys[i], settled}, []any{ttls[i], dumps[i], settledTTL.Milliseconds()}
+				return []string{keys[i], settled, internalIndex}, []any{ttls[i], dumps[i], settledTTL.Milliseconds()}
 			})
 			for j, i := range idx {
 				n, err := cmds[j].Int64()

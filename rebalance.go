@@ -111,7 +111,13 @@ func (c *Client) Rebalance(ctx context.Context, opt RebalanceOptions) (Rebalance
 		defer func() {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handoffTimeout)
 			defer cancel()
-			parallel(len(top.shards), func(i int) { _ = top.shards[i].client.Del(dctx, settled).Err() })
+			parallel(len(top.shards), func(i int) {
+				_, _ = top.shards[i].client.Pipelined(dctx, func(p redis.Pipeliner) error {
+					p.Del(dctx, settled)
+					p.SRem(dctx, internalIndex, settled)
+					return nil
+				})
+			})
 		}()
 	}
 	sources := top.sources()

@@ -362,7 +362,13 @@ func (fl *fleet) deleteKeys(ctx context.Context, keys []string, internal bool) e
 			}
 			errs = append(errs, it.Err())
 			for lo := 0; lo < len(mine); lo += keyBatch {
-				errs = append(errs, c.Unlink(ctx, mine[lo:min(lo+keyBatch, len(mine))]...).Err())
+				batch := mine[lo:min(lo+keyBatch, len(mine))]
+				errs = append(errs, c.Unlink(ctx, batch...).Err())
+				members := make([]interface{}, len(batch))
+				for i, k := range batch {
+					members[i] = k
+				}
+				errs = append(errs, c.SRem(ctx, redshard.InternalIndexKey, members...).Err())
 			}
 		}
 		errs = append(errs, c.Close())
