@@ -16,12 +16,40 @@ import (
 // giving up does not fail the others, bounded by a deadline, and cancelled
 // and waited for by Client.Close. It is safe for concurrent use.
 type flights struct {
-	ctx    context.Context // cancelled by close
-	cancel context.CancelFunc
+	ctx     context.Context // cancelled by close
+	cancel  context.CancelFunc
+	running tracker
+}
 
+// tracker counts running calls so that close can wait for them; a call
+// that would start after close is refused. It is safe for concurrent use;
+// its zero value is open.
+type tracker struct {
 	mu     sync.Mutex // guards closed; orders wg.Add before close's wg.Wait
 	closed bool
-	wg     sync.WaitGroup // running calls
+	wg     sync.WaitGroup
+}
+
+// enter registers a call, or reports that close has begun.
+func (t *tracker) enter() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.wg.Add(1)
+	return true
+}
+
+// leave ends a call registered by enter.
+func (t *tracker) leave() { t.wg.Done() }
+
+// close refuses new calls and waits for the running ones. Idempotent.
+func (t *tracker) close() {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	t.wg.Wait()
 }
 
 func newFlights() *flights {
@@ -41,10 +69,10 @@ func (f *flights) do(ctx context.Context, g *singleflight.Group, key string, tim
 	var led atomic.Bool
 	ch := g.DoChan(key, func() (any, error) {
 		led.Store(true)
-		if !f.enter() {
+		if !f.running.enter() {
 			return nil, redis.ErrClosed
 		}
-		defer f.wg.Done()
+		defer f.running.leave()
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		defer cancel()
 		stop := context.AfterFunc(f.ctx, cancel)
@@ -59,23 +87,9 @@ func (f *flights) do(ctx context.Context, g *singleflight.Group, key string, tim
 	}
 }
 
-// enter registers a call with close, or reports that close has begun.
-func (f *flights) enter() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		return false
-	}
-	f.wg.Add(1)
-	return true
-}
-
 // close cancels the running calls and waits for them to return. Calls
 // started later do not run. It is idempotent.
 func (f *flights) close() {
-	f.mu.Lock()
-	f.closed = true
-	f.mu.Unlock()
 	f.cancel()
-	f.wg.Wait()
+	f.running.close()
 }

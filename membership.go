@@ -57,10 +57,8 @@ type handoff struct {
 	// movers counts the moves running in this process; Rebalance waits for
 	// them before it deletes the settled sets. flush (FLUSHDB, FLUSHALL)
 	// excludes them.
-	moversMu sync.Mutex // guards moversClosed and orders movers.Add before Wait
-	movers   sync.WaitGroup
-	closed   bool
-	flush    sync.RWMutex
+	movers tracker
+	flush  sync.RWMutex
 
 	// done holds the keys settled in this process (moved, found absent on
 	// the previous owner, or settled without it), striped so that the
@@ -102,28 +100,20 @@ func (h *handoff) markDone(key string) {
 
 // enterMove registers a move; false once the change is over.
 func (h *handoff) enterMove() bool {
-	h.moversMu.Lock()
-	defer h.moversMu.Unlock()
-	if h.closed {
+	if !h.movers.enter() {
 		return false
 	}
-	h.movers.Add(1)
 	h.flush.RLock()
 	return true
 }
 
 func (h *handoff) leaveMove() {
 	h.flush.RUnlock()
-	h.movers.Done()
+	h.movers.leave()
 }
 
 // closeMoves stops new moves and waits for the running ones.
-func (h *handoff) closeMoves() {
-	h.moversMu.Lock()
-	h.closed = true
-	h.moversMu.Unlock()
-	h.movers.Wait()
-}
+func (h *handoff) closeMoves() { h.movers.close() }
 
 // changeID names the change from old to next in a way every process that
 // makes the same change computes alike: a hash of both shard lists.
