@@ -290,3 +290,65 @@ func TestFrozenShardReleasesWaitingCommands(t *testing.T) {
 		t.Fatalf("GET after the thaw = %q, %v", v, err)
 	}
 }
+
+// TestFrozenShardDefaultSettingsThroughput: 32 workers in a closed loop on
+// 4 shards with every setting at its default (go-redis ReadTimeout 3s and
+// 3 retries, heartbeat every 500ms, down after 2 misses); one shard is
+// frozen. It logs the successful operations per 500ms before the freeze,
+// until it is marked down, and after: the figure for the closing note, not
+// an assertion on time. What it asserts: after the shard is marked down,
+// operations on the other shards succeed and the frozen shard's fail with
+// ErrShardDown.
+func TestFrozenShardDefaultSettingsThroughput(t *testing.T) {
+	ctx := context.Background()
+	var shards []redshard.Shard
+	var servers []*redistest.Server
+	for i := range 4 {
+		s := redistest.Start(t)
+		servers = append(servers, s)
+		shards = append(shards, redshard.Shard{Name: fmt.Sprintf("shard-%d", i), Addr: s.Addr()})
+	}
+	events := make(chan redshard.ShardStateChange, 16)
+	c, err := redshard.NewClient(&redshard.Options{
+		Shards: shards,
+		Health: &redshard.HealthOptions{OnShardStateChange: func(e redshard.ShardStateChange) { events <- e }},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	stop := make(chan struct{})
+	l, wg := runLoad(ctx, c, 32, stop)
+	time.Sleep(2 * time.Second)
+	frozen := time.Since(l.start)
+	servers[1].Freeze()
+	defer servers[1].Thaw()
+	downAt := awaitState(t, events, "shard-1", true).Sub(l.start)
+	time.Sleep(2 * time.Second)
+	afterDown := l.downErr.Load()
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	if l.downErr.Load() == afterDown {
+		t.Error("no ErrShardDown for the frozen shard's commands after it was marked down")
+	}
+	if err := c.Set(ctx, keyOn(c, "shard-0", "live"), "v", 0).Err(); err != nil {
+		t.Fatalf("a live shard while another is frozen: %v", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	half := func(from, to time.Duration) float64 { // ops/s over [from, to)
+		n := 0
+		for b, k := range l.buckets {
+			if at := time.Duration(b) * 100 * time.Millisecond; at >= from && at < to {
+				n += k
+			}
+		}
+		return float64(n) / (to - from).Seconds()
+	}
+	before := half(frozen-time.Second, frozen)
+	during := half(frozen, downAt)
+	after := half(downAt+500*time.Millisecond, downAt+2*time.Second)
+	t.Logf("frozen shard marked down %v after the freeze; ops/s before %.0f, until marked down %.0f (%.0f%%), after %.0f (%.0f%% of before; 3 of 4 shards live, ideal 75%%); ErrShardDown %d, other errors %d",
+		(downAt - frozen).Round(time.Millisecond), before, during, 100*during/before, after, 100*after/before, l.downErr.Load(), l.other.Load())
+}
