@@ -198,6 +198,16 @@ func (c *Client) enter() (*topology, error) {
 // exit ends a command counted by enter.
 func (t *topology) exit() { t.flight.n.Add(-1) }
 
+// block moves a command counted by enter to the blocking count; the
+// caller then calls unblock instead of exit.
+func (t *topology) block() {
+	t.flight.blocking.Add(1)
+	t.flight.n.Add(-1)
+}
+
+// unblock ends a command moved to the blocking count.
+func (t *topology) unblock() { t.flight.blocking.Add(-1) }
+
 // Close cancels the shared calls redshard runs for its callers (hot-key
 // reads, handoffs, GetOrLoad loads) and waits for them, stops the health
 // monitor, and closes every client redshard opened to a shard and the

@@ -28,6 +28,12 @@ const (
 	// drainTimeout bounds how long the first move of a change waits for the
 	// commands that started on the previous ring to finish.
 	drainTimeout = 30 * time.Second
+	// blockingGrace is how long it then waits for the previous ring's
+	// blocking commands. One still blocked after it is harmless: nothing of
+	// this process writes to a moved key's old owner any more, so nothing
+	// can wake it there; the grace covers those that were not blocked but
+	// merely on their way.
+	blockingGrace = time.Second
 	// maxHandoffDone bounds the set of keys known to be handed off; past it
 	// a key is simply checked again on its next use.
 	maxHandoffDone = 1 << 20
@@ -36,9 +42,10 @@ const (
 )
 
 // inflight counts the commands routed on one epoch's topology that are
-// still running (blocking commands excepted). Copies of a topology with the
-// same epoch share it.
-type inflight struct{ n atomic.Int64 }
+// still running: n the others, blocking the blocking ones (BLPOP, XREAD
+// BLOCK, ...), which may wait for ever. Copies of a topology with the same
+// epoch share it.
+type inflight struct{ n, blocking atomic.Int64 }
 
 // handoff is the state of one membership change, from the moment SetShards
 // publishes the new ring until Rebalance has drained it: the previous
@@ -312,13 +319,14 @@ func (c *Client) awaitDrain(ctx context.Context, h *handoff) error {
 	}
 	h.drainOnce.Lock()
 	defer h.drainOnce.Unlock()
-	deadline := time.Now().Add(drainTimeout)
+	start := time.Now()
 	for !h.drained.Load() {
-		if h.from.flight.n.Load() == 0 {
+		f := h.from.flight
+		if f.n.Load() == 0 && (f.blocking.Load() == 0 || time.Since(start) > blockingGrace) {
 			h.drained.Store(true)
 			break
 		}
-		if time.Now().After(deadline) {
+		if time.Since(start) > drainTimeout {
 			return fmt.Errorf("%w: commands of the previous ring (epoch %d) are still running after %v", ErrHandoffInProgress, h.from.epoch, drainTimeout)
 		}
 		t := time.NewTimer(time.Millisecond)

@@ -487,3 +487,39 @@ func TestInternalKeysInvisible(t *testing.T) {
 		}
 	}
 }
+
+// TestMoveStraysRefusedDuringChange: a stray settled on its owner during a
+// change would make the change refuse the key's real copy.
+func TestMoveStraysRefusedDuringChange(t *testing.T) {
+	cl := newCluster(t, 1, 1)
+	if err := cl.c.SetShards(ctx, cl.addShard(t, "shard-new", 1)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := cl.c.Rebalance(ctx, redshard.RebalanceOptions{MoveStrays: true})
+	if !errors.Is(err, redshard.ErrInvalidRebalanceOptions) || !strings.Contains(err.Error(), "MoveStrays") {
+		t.Fatalf("MoveStrays during a change = %v, want ErrInvalidRebalanceOptions naming MoveStrays", err)
+	}
+}
+
+// TestStraysLeftUnlessAsked: a key written to a server directly (not its
+// owner) is a stray: Rebalance counts it and leaves it, unless MoveStrays.
+func TestStraysLeftUnlessAsked(t *testing.T) {
+	cl := newCluster(t, 1, 1)
+	k := cl.keysOn(t, "shard-0", "stray", 1)[0]
+	cl.mini["shard-1"].Set(k, "written there on purpose")
+	rep, err := cl.c.Rebalance(ctx, redshard.RebalanceOptions{})
+	if err != nil || rep.Strays != 1 || rep.Moved != 0 || !cl.mini["shard-1"].Exists(k) {
+		t.Fatalf("Rebalance = %+v, %v; want the stray counted and left", rep, err)
+	}
+	rep, err = cl.c.Rebalance(ctx, redshard.RebalanceOptions{MoveStrays: true})
+	if err != nil || rep.Moved != 1 || cl.mini["shard-1"].Exists(k) {
+		t.Fatalf("Rebalance(MoveStrays) = %+v, %v; want the stray moved", rep, err)
+	}
+	if v := cl.c.Get(ctx, k).Val(); v != "written there on purpose" {
+		t.Fatalf("GET %s = %q after moving the stray", k, v)
+	}
+	where, _ := cl.inventory(t)
+	if len(where[k]) != 1 {
+		t.Fatalf("%s on %v", k, where[k])
+	}
+}

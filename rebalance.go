@@ -32,7 +32,8 @@ type RebalanceOptions struct {
 	// their owner nor, in the change being drained, their previous owner
 	// (written there directly through ShardClient or ForEachShard, or by a
 	// client with another shard list). Default false: strays are counted in
-	// the report and left where they are.
+	// the report and left where they are. Refused while a membership change
+	// is in progress.
 	MoveStrays bool
 }
 
@@ -100,6 +101,12 @@ func (c *Client) Rebalance(ctx context.Context, opt RebalanceOptions) (Rebalance
 		return RebalanceReport{}, err
 	}
 	h := top.handoff
+	if h != nil && opt.MoveStrays {
+		// A stray settled on its owner would make the change refuse the
+		// key's real copy, still on its previous owner.
+		return RebalanceReport{}, invalid(ErrInvalidRebalanceOptions, "MoveStrays",
+			"not while a membership change is in progress (epoch %d): finish it with a Rebalance first", top.epoch)
+	}
 	settled := ""
 	if h != nil {
 		if err := c.awaitDrain(ctx, h); err != nil {

@@ -51,10 +51,10 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 	var buf [8]int
 	info, keys, err := command.Lookup(cmd.Args(), buf[:0])
 	if err == nil && info.Flags&command.Blocking != 0 {
-		// A blocking command may wait for ever; a change must not wait for
-		// it. It writes nothing the moves could lose: a key it pops from on
-		// the old owner is moved away before anything is pushed there.
-		top.exit()
+		// A blocking command may wait for ever; a change waits for it only
+		// briefly (see blockingGrace).
+		top.block()
+		defer top.unblock()
 	} else {
 		defer top.exit()
 	}
