@@ -255,7 +255,9 @@ func (c *Client) handOffKey(ctx context.Context, top *topology, key string) erro
 	h := top.handoff
 	from := h.from.shards[h.from.ring.LookupIndex(key)]
 	to := top.shards[top.ring.LookupIndex(key)]
-	if from.id == to.id || h.isDone(key) {
+	if from.id == to.id || to.down.Load() || h.isDone(key) {
+		// A down new owner: the command fails with its ErrShardDown (or
+		// goes to a stand-in) without a move; the key moves once it is up.
 		return nil
 	}
 	return c.moveOne(ctx, h, from, to, key)
