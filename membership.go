@@ -255,9 +255,22 @@ func (c *Client) handOffKey(ctx context.Context, top *topology, key string) erro
 	h := top.handoff
 	from := h.from.shards[h.from.ring.LookupIndex(key)]
 	to := top.shards[top.ring.LookupIndex(key)]
-	if from.id == to.id || to.down.Load() || h.isDone(key) {
-		// A down new owner: the command fails with its ErrShardDown (or
-		// goes to a stand-in) without a move; the key moves once it is up.
+	if from.id == to.id || h.isDone(key) {
+		return nil
+	}
+	if to.down.Load() {
+		// The command fails with the new owner's ErrShardDown, and the key
+		// moves once it is up. With failover the command goes to a stand-in
+		// instead, and the previous owner's copy is dropped first, so that
+		// it cannot come back over what the stand-in saw (cache semantics,
+		// as for any failover).
+		if top.gutterTTL <= 0 || from.down.Load() {
+			return nil
+		}
+		if err := from.client.Del(ctx, key).Err(); err != nil {
+			return fmt.Errorf("redshard: dropping key %q from its previous owner %s while its new owner is down: %w", key, from.Shard, err)
+		}
+		h.markDone(key)
 		return nil
 	}
 	return c.moveOne(ctx, h, from, to, key)
