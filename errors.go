@@ -102,3 +102,25 @@ func (e *optionError) Unwrap() []error { return []error{e.kind, ErrInvalidOption
 func invalid(kind error, field, format string, args ...any) error {
 	return &optionError{kind: kind, field: field, msg: fmt.Sprintf(format, args...)}
 }
+
+// shardRedisError is a server's error reply that reached the caller through
+// a split, a fan-out or a SCAN: a redis.Error (a direct type assertion
+// works, as with a single server) whose message is the server's, prefix
+// first (WRONGTYPE, ERR, NOSCRIPT, ...), followed by the shard that said it.
+type shardRedisError struct {
+	err   error // a redis.Error
+	shard Shard
+}
+
+func (e *shardRedisError) Error() string {
+	where := e.shard.Addr
+	if e.shard.Failover != nil {
+		where = "sentinel master " + e.shard.Failover.MasterName
+	}
+	return fmt.Sprintf("%s (shard %s %s)", e.err.Error(), e.shard.Name, where)
+}
+
+func (e *shardRedisError) Unwrap() error { return e.err }
+
+// RedisError marks the error as a server's (redis.Error).
+func (e *shardRedisError) RedisError() {}

@@ -156,7 +156,11 @@ func (c *Client) flushDuringChange(ctx context.Context, top *topology, cmd redis
 	})
 	rt.finish()
 	for i, o := range orphans {
-		if err := o.Err(); err != nil && cmd.Err() == nil {
+		switch err := o.Err(); {
+		case err == nil || cmd.Err() != nil:
+		case isRedisError(err): // keep the server's error a redis.Error
+			cmd.SetErr(wrapShardErr(top.orphans[i].Shard, err))
+		default:
 			cmd.SetErr(fmt.Errorf("redshard: %s on removed shard %s: %w", displayName(cmd.Name()), top.orphans[i].Shard, err))
 		}
 	}
