@@ -3,10 +3,17 @@ package redshard_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard"
 )
 
 // A server's error that comes back through a split, a fan-out or a
@@ -82,4 +89,118 @@ func TestShardErrorKeepsRedisErrorType(t *testing.T) {
 			}
 		})
 	}
+}
+
+// WithTimeout's client routes like the client: keyed commands, splits,
+// pipelines and transactions reach the keys' owners.
+func TestWithTimeoutRoutes(t *testing.T) {
+	ctx := context.Background()
+	cl := newCluster(t, 1, 1)
+	a, b := cl.twoShardKeys(t)
+	w := cl.c.WithTimeout(time.Minute)
+	defer w.Close()
+
+	if err := w.Set(ctx, a, "1", 0).Err(); err != nil {
+		t.Fatalf("SET: %v", err)
+	}
+	if err := w.MSet(ctx, b, "2").Err(); err != nil {
+		t.Fatalf("MSET: %v", err)
+	}
+	if got, err := w.MGet(ctx, a, b).Result(); err != nil || got[0] != "1" || got[1] != "2" {
+		t.Fatalf("MGET = %v, %v", got, err)
+	}
+	var get *redis.StringCmd
+	if _, err := w.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Incr(ctx, a)
+		get = p.Get(ctx, b)
+		return nil
+	}); err != nil || get.Val() != "2" {
+		t.Fatalf("pipeline: %v, GET %v", err, get)
+	}
+	if _, err := w.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Incr(ctx, a)
+		return nil
+	}); err != nil {
+		t.Fatalf("transaction: %v", err)
+	}
+	// Shard hooks see each command once, also through the clone.
+	var seen countHook
+	cl.c.AddHook(&seen)
+	if err := w.Get(ctx, a).Err(); err != nil || seen.n.Load() != 1 {
+		t.Fatalf("GET: %v; the shard hook saw %d commands, want 1", err, seen.n.Load())
+	}
+	for k, want := range map[string]string{a: "3", b: "2"} {
+		name, _ := cl.c.ShardFor(k)
+		if got, _ := cl.mini[name].Get(k); got != want {
+			t.Errorf("%s on its owner %s = %q, want %q", k, name, got, want)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("closing the WithTimeout client: %v", err)
+	}
+	if err := cl.c.Get(ctx, a).Err(); err != nil {
+		t.Fatalf("the client after closing its WithTimeout client: %v", err)
+	}
+}
+
+// WithTimeout's timeout reaches the shards: a command on a server that
+// never answers fails with a timeout although the shard's own ReadTimeout
+// is infinite.
+func TestWithTimeoutAppliesTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer ln.Close()
+	wg.Go(func() { // accepts, reads, never answers
+		for {
+			cn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				_, _ = io.Copy(io.Discard, cn)
+				cn.Close()
+			})
+		}
+	})
+	c, err := redshard.NewClient(&redshard.Options{
+		Shards:       []redshard.Shard{{Name: "silent", Addr: ln.Addr().String()}},
+		ShardOptions: &redis.Options{Protocol: 2, DisableIdentity: true, ReadTimeout: -1, MaxRetries: -1},
+		Health:       &redshard.HealthOptions{Disable: true}, // the silent server would be marked down
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	done := make(chan error, 1)
+	go func() { done <- c.WithTimeout(20*time.Millisecond).Get(context.Background(), "k").Err() }()
+	select {
+	case err := <-done:
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("GET through WithTimeout: %v, want a timeout", err)
+		}
+	case <-time.After(30 * time.Second): // a watchdog, not a measurement
+		t.Fatal("GET through WithTimeout did not time out: the timeout did not reach the shard")
+	}
+}
+
+// countHook counts the commands it sees.
+type countHook struct{ n atomic.Int64 }
+
+func (h *countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
