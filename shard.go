@@ -52,7 +52,7 @@ type connKind int
 const (
 	connCommand   connKind = iota // the shard's command client
 	connHeartbeat                 // one connection, short timeouts, no retries
-	connReader                    // hot-key tracked reads (RESP2)
+	connReader                    // hot-key tracked reads (the shard's protocol)
 	connTracking                  // the invalidation subscriber (RESP2)
 )
 
@@ -197,10 +197,16 @@ func (c *Client) dial(s Shard, kind connKind, onConnect func(context.Context, *r
 			*ctxTimeout = true
 			*maint = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 		case connReader, connTracking:
-			// RESP2, as measured (notes/tracking-invalidation.md); no
-			// maintenance notifications, which would move connections
-			// behind our back.
-			*protocol = 2
+			// The subscriber is RESP2, as measured
+			// (notes/tracking-invalidation.md): invalidations redirected to
+			// it arrive as Pub/Sub messages. The reader keeps the shard's
+			// protocol: its replies are cached and served to callers, and
+			// must have the Go types the command client's replies have
+			// (RESP3 doubles, maps). No maintenance notifications, which
+			// would move connections behind our back.
+			if kind == connTracking {
+				*protocol = 2
+			}
 			*maint = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 		}
 		if onConnect != nil {

@@ -1,0 +1,121 @@
+package integration_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/hotkey"
+	"github.com/redshard/redshard/internal/redistest"
+)
+
+// hotClientWith is hotClient with shard options.
+func hotClientWith(t *testing.T, n int, hk redshard.HotKeyOptions, so *redis.Options) *redshard.Client {
+	t.Helper()
+	t0 := time.Unix(1_700_000_000, 0)
+	hk.Detector = &hotkey.Config{MinRate: 1, MinShare: 0.05, Now: func() time.Time { return t0 }}
+	var shards []redshard.Shard
+	for i := 0; i < n; i++ {
+		shards = append(shards, redshard.Shard{Name: fmt.Sprintf("shard-%d", i), Addr: redistest.Start(t).Addr()})
+	}
+	c, err := redshard.NewClient(&redshard.Options{Shards: shards, HotKeys: &hk, ShardOptions: so})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestHotReplyTypesMatchCold: a hot key's reply, from the local cache
+// (tracked reads) or a split copy, has the Go type and shape of the reply
+// the owner gives when the key is cold, on RESP3 and RESP2, through the
+// typed methods and through Do.
+func TestHotReplyTypesMatchCold(t *testing.T) {
+	ctx := context.Background()
+	for _, protocol := range []int{3, 2} {
+		for _, m := range []redshard.Mitigation{redshard.LocalCache, redshard.SplitCopies} {
+			t.Run(fmt.Sprintf("%v/RESP%d", m, protocol), func(t *testing.T) {
+				hk := redshard.HotKeyOptions{Mitigation: m, MaxStaleness: time.Hour}
+				if m == redshard.SplitCopies {
+					hk.Copies = 3
+				}
+				c := hotClientWith(t, 3, hk, &redis.Options{Protocol: protocol})
+				c.Set(ctx, "r:str", "v", 0)
+				c.ZAdd(ctx, "r:zset", redis.Z{Score: 1.5, Member: "m"})
+				c.HSet(ctx, "r:hash", "f", "v")
+				c.SAdd(ctx, "r:set", "a")
+				reads := []struct {
+					name string
+					key  string
+					read func() any
+				}{
+					{"Do GET", "r:str", func() any { return c.Do(ctx, "get", "r:str").Val() }},
+					{"Do ZSCORE", "r:zset", func() any { return c.Do(ctx, "zscore", "r:zset", "m").Val() }},
+					{"Do ZRANGE WITHSCORES", "r:zset", func() any { return c.Do(ctx, "zrange", "r:zset", 0, -1, "withscores").Val() }},
+					{"Do HGETALL", "r:hash", func() any { return c.Do(ctx, "hgetall", "r:hash").Val() }},
+					{"Do SMEMBERS", "r:set", func() any { return c.Do(ctx, "smembers", "r:set").Val() }},
+					{"GET", "r:str", func() any { return c.Get(ctx, "r:str").Val() }},
+					{"ZSCORE", "r:zset", func() any { return c.ZScore(ctx, "r:zset", "m").Val() }},
+					{"ZRANGE WITHSCORES", "r:zset", func() any { return c.ZRangeWithScores(ctx, "r:zset", 0, -1).Val() }},
+					{"HGETALL", "r:hash", func() any { return c.HGetAll(ctx, "r:hash").Val() }},
+					{"SMEMBERS", "r:set", func() any { return c.SMembers(ctx, "r:set").Val() }},
+				}
+				cold := make([]any, len(reads))
+				for i, r := range reads {
+					cold[i] = r.read()
+				}
+				if protocol == 3 {
+					if _, ok := cold[1].(float64); !ok {
+						t.Fatalf("cold Do ZSCORE on RESP3 = %T %v, want float64", cold[1], cold[1])
+					}
+				}
+				warm(t, c, "r:str", "r:zset", "r:hash", "r:set")
+				before := c.Stats().Hot
+				for i, r := range reads {
+					eventually(t, r.name+" served hot", func() bool {
+						st := c.Stats().Hot
+						for n := 0; n < 20; n++ {
+							if got := r.read(); !reflect.DeepEqual(got, cold[i]) {
+								t.Fatalf("%s hot = %T %#v, cold = %T %#v", r.name, got, got, cold[i], cold[i])
+							}
+						}
+						now := c.Stats().Hot
+						return now.CacheHits > st.CacheHits || now.SplitReads > st.SplitReads
+					})
+				}
+				if m == redshard.SplitCopies {
+					// Copies that vanish (evicted, say) are noticed whatever
+					// the reply's shape: the owner answers.
+					for _, sh := range c.Shards() {
+						cl, _ := c.ShardClient(sh.Name)
+						for _, k := range cl.Keys(ctx, redshard.SplitCopyPrefix+"*").Val() {
+							cl.Del(ctx, k)
+						}
+					}
+					for i, r := range reads {
+						for n := 0; n < 20; n++ {
+							if got := r.read(); !reflect.DeepEqual(got, cold[i]) {
+								t.Fatalf("%s with its copies gone = %T %#v, want %T %#v", r.name, got, got, cold[i], cold[i])
+							}
+						}
+					}
+				}
+				after := c.Stats().Hot
+				if after.CacheHits == before.CacheHits && after.SplitReads == before.SplitReads {
+					t.Fatal("no hot read was served from the cache or a copy")
+				}
+				if m == redshard.LocalCache && !slices.ContainsFunc(after.Shards, func(s redshard.HotShardStats) bool {
+					return s.Invalidation == redshard.InvalidationTracking
+				}) {
+					t.Fatalf("no shard tracks: %+v", after.Shards)
+				}
+			})
+		}
+	}
+}
