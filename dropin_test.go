@@ -3,8 +3,10 @@ package redshard_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -203,4 +205,37 @@ func (h *countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
+}
+
+// Raw PUBSUB NUMSUB answers as one server would: one (channel, count) pair
+// per channel asked, in the order asked, counted over every shard.
+func TestRawPubSubNumSub(t *testing.T) {
+	ctx := context.Background()
+	cl := newCluster(t, 1, 1, 1, 1)
+	var channels []string
+	for i := range 4 {
+		channels = append(channels, cl.keysOn(t, fmt.Sprintf("shard-%d", i), "ch", 1)[0])
+	}
+	ps, err := cl.c.SubscribeShards(ctx, channels[:3]...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	args := []interface{}{"pubsub", "numsub"}
+	want := []interface{}{}
+	for i, ch := range []string{channels[2], channels[0], channels[3], channels[1]} {
+		args = append(args, ch)
+		n := int64(1)
+		if i == 2 {
+			n = 0 // not subscribed
+		}
+		want = append(want, ch, n)
+	}
+	got, err := cl.c.Do(ctx, args...).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Do PUBSUB NUMSUB = %#v, want %#v", got, want)
+	}
 }

@@ -119,3 +119,59 @@ func TestHotReplyTypesMatchCold(t *testing.T) {
 		}
 	}
 }
+
+// TestRawPubSubNumSubLikeOneServer: Do PUBSUB NUMSUB and SHARDNUMSUB through
+// redshard on four shards reply exactly as one server with the same
+// subscriptions, on RESP3 and RESP2.
+func TestRawPubSubNumSubLikeOneServer(t *testing.T) {
+	ctx := context.Background()
+	for _, protocol := range []int{3, 2} {
+		t.Run(fmt.Sprintf("RESP%d", protocol), func(t *testing.T) {
+			opt := &redis.Options{Protocol: protocol}
+			srv := redistest.Start(t)
+			single := redis.NewClient(&redis.Options{Addr: srv.Addr(), Protocol: protocol})
+			defer single.Close()
+			var shards []redshard.Shard
+			for i := range 4 {
+				shards = append(shards, redshard.Shard{Name: fmt.Sprintf("shard-%d", i), Addr: redistest.Start(t).Addr()})
+			}
+			c, err := redshard.NewClient(&redshard.Options{Shards: shards, ShardOptions: opt})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+
+			channels := []string{"news", "sport", "weather", "tv", "idle"}
+			subscribe := func(ps *redis.PubSub) {
+				t.Helper()
+				if _, err := ps.Receive(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, ch := range channels[:4] {
+				for _, cl := range []redis.UniversalClient{single, c} {
+					ps := cl.Subscribe(ctx, ch)
+					defer ps.Close()
+					subscribe(ps)
+					sps := cl.SSubscribe(ctx, ch)
+					defer sps.Close()
+					subscribe(sps)
+				}
+			}
+			for _, sub := range []string{"numsub", "shardnumsub"} {
+				args := []interface{}{"pubsub", sub, "weather", "idle", "news", "tv", "sport"}
+				want, err := single.Do(ctx, args...).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := c.Do(ctx, args...).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("Do PUBSUB %s:\n  redshard: %#v\n  one server: %#v", sub, got, want)
+				}
+			}
+		})
+	}
+}
