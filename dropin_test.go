@@ -239,3 +239,35 @@ func TestRawPubSubNumSub(t *testing.T) {
 		t.Fatalf("Do PUBSUB NUMSUB = %#v, want %#v", got, want)
 	}
 }
+
+// A SCAN cursor made before SetShards is refused after it, rather than
+// scan a shard twice and the new one never; cursor 0 starts again.
+func TestScanCursorBoundToShardList(t *testing.T) {
+	ctx := context.Background()
+	cl := newCluster(t, 1, 1)
+	for i := range 50 {
+		cl.c.Set(ctx, fmt.Sprintf("k:%d", i), i, 0)
+	}
+	_, cur, err := cl.c.Scan(ctx, 0, "", 5).Result()
+	if err != nil || cur == 0 {
+		t.Fatalf("first SCAN page: cursor %d, %v", cur, err)
+	}
+	if err := cl.c.SetShards(ctx, cl.addShard(t, "shard-new", 1)); err != nil {
+		t.Fatal(err)
+	}
+	for _, do := range []func() error{
+		func() error { return cl.c.Scan(ctx, cur, "", 5).Err() },
+		func() error { return cl.c.Do(ctx, "scan", cur, "count", 5).Err() },
+	} {
+		if err := do(); !errors.Is(err, redshard.ErrStaleCursor) {
+			t.Fatalf("SCAN with a cursor of the previous shard list: %v, want ErrStaleCursor", err)
+		}
+	}
+	_, cur, err = cl.c.Scan(ctx, 0, "", 5).Result()
+	if err != nil {
+		t.Fatalf("SCAN from 0 after SetShards: %v", err)
+	}
+	if err := cl.c.Scan(ctx, cur, "", 5).Err(); err != nil {
+		t.Fatalf("SCAN with a cursor of the current shard list: %v", err)
+	}
+}

@@ -78,6 +78,10 @@ var (
 	// of a change also fail with it while commands of the previous ring
 	// still run after a generous bound.
 	ErrHandoffInProgress = errors.New("redshard: the previous membership change is still being handed off")
+	// ErrStaleCursor is returned, wrapped with the cursor, for a SCAN
+	// cursor made for another shard list than the current one (SetShards
+	// changed it during the scan): start again with cursor 0.
+	ErrStaleCursor = errors.New("redshard: SCAN cursor made for another shard list")
 )
 
 // optionError is an invalid configuration value. Its message names the
