@@ -204,7 +204,10 @@ func (h *countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 
 func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
 }
 
 // Raw PUBSUB NUMSUB answers as one server would: one (channel, count) pair
@@ -269,5 +272,39 @@ func TestScanCursorBoundToShardList(t *testing.T) {
 	}
 	if err := cl.c.Scan(ctx, cur, "", 5).Err(); err != nil {
 		t.Fatalf("SCAN with a cursor of the current shard list: %v", err)
+	}
+}
+
+// SORT with a BY or GET pattern that reads keys of any shard is refused
+// with ErrCrossShard before anything is sent, in every path.
+func TestSortPatternsCrossShard(t *testing.T) {
+	ctx := context.Background()
+	cl := newCluster(t, 1, 1)
+	var sent countHook // heartbeats are not shown to shard hooks
+	cl.c.AddHook(&sent)
+	checks := map[string]error{
+		"SORT BY":     cl.c.Sort(ctx, "list", &redis.Sort{By: "w_*"}).Err(),
+		"SORT GET":    cl.c.Sort(ctx, "list", &redis.Sort{Get: []string{"#", "o_*->f"}}).Err(),
+		"SORT_RO GET": cl.c.SortRO(ctx, "list", &redis.Sort{Get: []string{"o_*"}}).Err(),
+		"SORT STORE":  cl.c.SortStore(ctx, "list", "dest", &redis.Sort{By: "w_*"}).Err(),
+		"Do SORT":     cl.c.Do(ctx, "sort", "list", "by", "w_*").Err(),
+	}
+	_, err := cl.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Sort(ctx, "list", &redis.Sort{By: "w_*"})
+		return nil
+	})
+	checks["pipeline"] = err
+	_, err = cl.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Sort(ctx, "list", &redis.Sort{By: "w_*"})
+		return nil
+	})
+	checks["transaction"] = err
+	for name, err := range checks {
+		if !errors.Is(err, redshard.ErrCrossShard) || !strings.Contains(err.Error(), "BY or GET pattern") {
+			t.Errorf("%s: %v, want ErrCrossShard naming the pattern", name, err)
+		}
+	}
+	if n := sent.n.Load(); n != 0 {
+		t.Errorf("%d commands reached the shards", n)
 	}
 }

@@ -2,9 +2,11 @@ package integration_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,5 +175,55 @@ func TestRawPubSubNumSubLikeOneServer(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSortPatterns: on a one-shard ring SORT with BY and GET patterns
+// works as on one server (every key is on that shard); on four shards it is
+// refused with ErrCrossShard unless its patterns carry the sorted key's
+// hash tag, while BY nosort and GET # are plain keyed reads.
+func TestSortPatterns(t *testing.T) {
+	ctx := context.Background()
+	load := func(c redis.UniversalClient, tag string) {
+		t.Helper()
+		for i, v := range []string{"b", "c", "a"} {
+			c.RPush(ctx, "list"+tag, v)
+			c.Set(ctx, "w_"+tag+"_"+v, 3-i, 0)
+			c.HSet(ctx, "o_"+tag+"_"+v, "name", "N"+v)
+		}
+	}
+	sorts := func(tag string) []*redis.Sort {
+		return []*redis.Sort{
+			{By: "w_" + tag + "_*"},
+			{By: "nosort", Get: []string{"#"}},
+			{Alpha: true, Get: []string{"#", "o_" + tag + "_*->name"}},
+			{By: "w_" + tag + "_*", Get: []string{"o_" + tag + "_*->name"}},
+		}
+	}
+	single := redistest.Start(t).Client(t)
+	one, _ := startShards(t, 1)
+	four, _ := startShards(t, 1, 1, 1, 1)
+	for _, c := range []redis.UniversalClient{single, one, four} {
+		load(c, "")
+		load(c, "{t}")
+	}
+	for _, tag := range []string{"", "{t}"} {
+		for _, s := range sorts(tag) {
+			want, err := single.Sort(ctx, "list"+tag, s).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := one.Sort(ctx, "list"+tag, s).Result(); err != nil || !slices.Equal(got, want) {
+				t.Errorf("one shard: SORT %+v = %q, %v; want %q", s, got, err, want)
+			}
+			got, err := four.Sort(ctx, "list"+tag, s).Result()
+			reads := tag == "" && (strings.Contains(s.By, "*") || len(s.Get) > 1)
+			switch {
+			case reads && !errors.Is(err, redshard.ErrCrossShard):
+				t.Errorf("four shards: SORT %+v = %q, %v; want ErrCrossShard", s, got, err)
+			case !reads && (err != nil || !slices.Equal(got, want)):
+				t.Errorf("four shards: SORT %+v = %q, %v; want %q", s, got, err, want)
+			}
+		}
 	}
 }
