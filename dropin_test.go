@@ -7,12 +7,14 @@ import (
 	"io"
 	"net"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard"
@@ -306,5 +308,107 @@ func TestSortPatternsCrossShard(t *testing.T) {
 	}
 	if n := sent.n.Load(); n != 0 {
 		t.Errorf("%d commands reached the shards", n)
+	}
+}
+
+// fakeTracking answers CLIENT TRACKING OFF and CLIENT ID itself, so that
+// redshard takes a miniredis for a server that tracks and opens every kind
+// of connection it has.
+type fakeTracking struct{}
+
+func (fakeTracking) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (fakeTracking) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := fmt.Sprint(cmd.Args())
+		switch c := cmd.(type) {
+		case *redis.Cmd:
+			if args == "[client tracking off]" {
+				c.SetVal("OK")
+				return nil
+			}
+		case *redis.IntCmd:
+			if args == "[client id]" {
+				c.SetVal(1)
+				return nil
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (fakeTracking) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestNewShardClientSentinelShard: for a Sentinel shard, NewShardClient gets
+// the shard's FailoverOptions, with each connection's settings applied, in
+// s.Failover (and a template without an address in opt) for every kind of
+// connection redshard opens: commands, heartbeat, tracked reads and the
+// invalidation subscriber.
+func TestNewShardClientSentinelShard(t *testing.T) {
+	m := miniredis.RunT(t)
+	sentinels := []string{"sentinel-1.invalid:26379", "sentinel-2.invalid:26379"}
+	type call struct {
+		fo   redis.FailoverOptions
+		addr string
+	}
+	calls := make(chan call, 16)
+	c, err := redshard.NewClient(&redshard.Options{
+		Shards: []redshard.Shard{{Name: "s", Failover: &redis.FailoverOptions{
+			MasterName: "mymaster", SentinelAddrs: sentinels,
+		}}},
+		Health:  &redshard.HealthOptions{Interval: 10 * time.Millisecond, Timeout: time.Second},
+		HotKeys: &redshard.HotKeyOptions{Mitigation: redshard.LocalCache, Detector: hotFrozenDetector()},
+		NewShardClient: func(s redshard.Shard, opt *redis.Options) *redis.Client {
+			if s.Failover == nil {
+				t.Errorf("NewShardClient got no Failover for a Sentinel shard (opt.Addr %q)", opt.Addr)
+				return redis.NewClient(&redis.Options{Addr: m.Addr()})
+			}
+			calls <- call{fo: *s.Failover, addr: opt.Addr}
+			fo := s.Failover
+			cl := redis.NewClient(&redis.Options{ // the "master", from the prepared options
+				Addr: m.Addr(), Protocol: fo.Protocol, PoolSize: fo.PoolSize, MaxRetries: fo.MaxRetries,
+				ReadTimeout: fo.ReadTimeout, OnConnect: fo.OnConnect,
+			})
+			cl.AddHook(fakeTracking{})
+			return cl
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := t.Context()
+
+	var got []call
+	heartbeat := func(c call) bool { return c.fo.PoolSize == 1 && c.fo.MaxRetries == -1 }
+	for !slices.ContainsFunc(got, heartbeat) { // the monitor opens the heartbeat
+		select {
+		case c := <-calls:
+			got = append(got, c)
+		case <-time.After(10 * time.Second): // a watchdog, not a measurement
+			t.Fatalf("no heartbeat client among NewShardClient calls %+v", got)
+		}
+	}
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	hotWarm(t, c, "k")
+	if v, err := c.Get(ctx, "k").Result(); err != nil || v != "v" { // the first hot read opens the tracking clients
+		t.Fatalf("GET = %q, %v", v, err)
+	}
+	for len(calls) > 0 {
+		got = append(got, <-calls)
+	}
+	subscriber := func(c call) bool { return c.fo.Protocol == 2 && c.fo.OnConnect != nil }
+	if len(got) != 4 || !slices.ContainsFunc(got, subscriber) {
+		t.Fatalf("NewShardClient calls %+v; want 4: commands, heartbeat, tracked reads, subscriber", got)
+	}
+	for _, c := range got {
+		if c.fo.MasterName != "mymaster" || !slices.Equal(c.fo.SentinelAddrs, sentinels) || c.addr != "" {
+			t.Errorf("NewShardClient got Failover %q %q, opt.Addr %q; want mymaster %q and no address",
+				c.fo.MasterName, c.fo.SentinelAddrs, c.addr, sentinels)
+		}
 	}
 }
