@@ -227,3 +227,50 @@ func TestSortPatterns(t *testing.T) {
 		}
 	}
 }
+
+// TestServerErrorsKeepTheirType: errors real servers give through a
+// fan-out, a split and a pipeline are redis.Errors with the server's
+// prefix first, and name the shard.
+func TestServerErrorsKeepTheirType(t *testing.T) {
+	ctx := context.Background()
+	c, servers := startShards(t, 1, 1)
+	full := servers[1].Client(t) // noeviction and no memory: writes fail with OOM
+	if err := full.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := full.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer full.ConfigSet(ctx, "maxmemory", "0")
+	var keys []string // one key per shard
+	for i := 0; len(keys) < 2; i++ {
+		k := fmt.Sprintf("k%d", i)
+		if name, _ := c.ShardFor(k); name == fmt.Sprintf("shard-%d", len(keys)) {
+			keys = append(keys, k)
+		}
+	}
+	var piped *redis.StatusCmd
+	_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		piped = p.MSet(ctx, keys[0], 1, keys[1], 2)
+		return nil
+	})
+	for name, tc := range map[string]struct {
+		err    error
+		prefix string
+	}{
+		"CONFIG SET fan-out": {c.ConfigSet(ctx, "no-such-parameter", "1").Err(), "ERR "},
+		"MSET split":         {c.MSet(ctx, keys[0], 1, keys[1], 2).Err(), "OOM "},
+		"Do MSET split":      {c.Do(ctx, "mset", keys[0], 1, keys[1], 2).Err(), "OOM "},
+		"pipelined split":    {piped.Err(), "OOM "},
+	} {
+		err := tc.err
+		if _, ok := err.(redis.Error); !ok || !strings.HasPrefix(fmt.Sprint(err), tc.prefix) {
+			t.Errorf("%s: %T %v; want a redis.Error starting %q", name, err, err, tc.prefix)
+			continue
+		}
+		var rerr redis.Error
+		if !errors.As(err, &rerr) || !strings.Contains(err.Error(), "(shard shard-") {
+			t.Errorf("%s: %v does not name its shard", name, err)
+		}
+	}
+}
