@@ -412,3 +412,40 @@ func TestNewShardClientSentinelShard(t *testing.T) {
 		}
 	}
 }
+
+// On RESP3 shards a hot key's replies from the local cache have the Go
+// types the owner's have (doubles, maps). miniredis does not track, so this
+// is the staleness-only path; integration_test checks tracked reads and
+// split copies (miniredis cannot DUMP sorted sets or hashes).
+func TestHotCacheRepliesRESP3(t *testing.T) {
+	ctx := context.Background()
+	hc := newHotCluster(t, 3, redshard.HotKeyOptions{Mitigation: redshard.LocalCache, MaxStaleness: time.Hour}, func(o *redshard.Options) {
+		o.ShardOptions = &redis.Options{Protocol: 3}
+	})
+	c := hc.c
+	c.ZAdd(ctx, "z", redis.Z{Score: 1.5, Member: "m"})
+	c.HSet(ctx, "h", "f", "v")
+	reads := map[string]func() any{
+		"Do ZSCORE":            func() any { return c.Do(ctx, "zscore", "z", "m").Val() },
+		"Do ZRANGE WITHSCORES": func() any { return c.Do(ctx, "zrange", "z", 0, -1, "withscores").Val() },
+		"Do HGETALL":           func() any { return c.Do(ctx, "hgetall", "h").Val() },
+	}
+	cold := map[string]any{}
+	for name, read := range reads {
+		cold[name] = read()
+	}
+	if _, ok := cold["Do ZSCORE"].(float64); !ok {
+		t.Fatalf("cold Do ZSCORE = %T, want float64 (RESP3)", cold["Do ZSCORE"])
+	}
+	hotWarm(t, c, "z", "h")
+	for name, read := range reads {
+		for range 5 {
+			if got := read(); !reflect.DeepEqual(got, cold[name]) {
+				t.Fatalf("%s hot = %T %#v, want %T %#v", name, got, got, cold[name], cold[name])
+			}
+		}
+	}
+	if st := c.Stats().Hot; st.CacheHits == 0 {
+		t.Fatalf("no hot read was served from the cache: %+v", st)
+	}
+}
