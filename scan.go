@@ -22,10 +22,12 @@ import (
 // fails with ErrStaleCursor (unless exactly a multiple of 4096 changes
 // happened in between), rather than scan a shard twice and a new one never.
 // A shard's own cursor must fit in 40 bits: Redis's SCAN cursor on a
-// standalone server is below its keyspace's hash table size, a power of two
-// at most twice the number of keys, so 40 bits hold any server with fewer
-// than 2^39 (about 5.5e11) keys; a larger one fails the SCAN with an error
-// saying so.
+// standalone server is below the size of its keyspace's hash table (the
+// larger one while rehashing), a power of two that grows to at most twice
+// the number of keys and shrinks again after deletions. 40 bits hold any
+// server that has not held about 2^39 (5.5e11) keys, far past the memory of
+// one machine; a cursor that does not fit fails the SCAN with an error
+// saying so, never a wrong scan.
 const (
 	scanShardShift = 52
 	scanTagShift   = 40
