@@ -107,7 +107,15 @@ func NewClient(opt *Options) (*Client, error) {
 	top.shards = c.buildShards(cfg.ring, cfg.shards, nil)
 	c.top.Store(top)
 
-	c.Client = redis.NewClient(&redis.Options{
+	c.Client = newFront(routeHook{c})
+	c.startMonitor()
+	return c, nil
+}
+
+// newFront returns a go-redis client that never dials, with route as its
+// hook: it gives the whole command set, and route carries every command out.
+func newFront(route redis.Hook) *redis.Client {
+	front := redis.NewClient(&redis.Options{
 		Addr:            "redshard:0", // never dialed
 		Protocol:        2,
 		DisableIdentity: true,
@@ -119,9 +127,8 @@ func NewClient(opt *Options) (*Client, error) {
 			return nil, errFrontDial
 		},
 	})
-	c.Client.AddHook(routeHook{c})
-	c.startMonitor()
-	return c, nil
+	front.AddHook(route)
+	return front
 }
 
 // buildShards creates the backends of r, reusing those of old (current

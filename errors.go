@@ -78,6 +78,10 @@ var (
 	// of a change also fail with it while commands of the previous ring
 	// still run after a generous bound.
 	ErrHandoffInProgress = errors.New("redshard: the previous membership change is still being handed off")
+	// ErrStaleCursor is returned, wrapped with the cursor, for a SCAN
+	// cursor made for another shard list than the current one (SetShards
+	// changed it during the scan): start again with cursor 0.
+	ErrStaleCursor = errors.New("redshard: SCAN cursor made for another shard list")
 )
 
 // optionError is an invalid configuration value. Its message names the
@@ -102,3 +106,25 @@ func (e *optionError) Unwrap() []error { return []error{e.kind, ErrInvalidOption
 func invalid(kind error, field, format string, args ...any) error {
 	return &optionError{kind: kind, field: field, msg: fmt.Sprintf(format, args...)}
 }
+
+// shardRedisError is a server's error reply that reached the caller through
+// a split, a fan-out or a SCAN: a redis.Error (a direct type assertion
+// works, as with a single server) whose message is the server's, prefix
+// first (WRONGTYPE, ERR, NOSCRIPT, ...), followed by the shard that said it.
+type shardRedisError struct {
+	err   error // a redis.Error
+	shard Shard
+}
+
+func (e *shardRedisError) Error() string {
+	where := e.shard.Addr
+	if e.shard.Failover != nil {
+		where = "sentinel master " + e.shard.Failover.MasterName
+	}
+	return fmt.Sprintf("%s (shard %s %s)", e.err.Error(), e.shard.Name, where)
+}
+
+func (e *shardRedisError) Unwrap() error { return e.err }
+
+// RedisError marks the error as a server's (redis.Error).
+func (e *shardRedisError) RedisError() {}

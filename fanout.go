@@ -58,7 +58,13 @@ func (t *topology) mergeFanout(cmd redis.Cmder, info command.Info, subs []sub) {
 		}
 		setResult(cmd, sum)
 	case command.MergeConcat:
-		v, err := concat(subs)
+		var v interface{}
+		var err error
+		if _, raw := cmd.(*redis.Cmd); raw && (info.Name == "pubsub|numsub" || info.Name == "pubsub|shardnumsub") {
+			v, err = t.numSub(cmd, info, subs)
+		} else {
+			v, err = concat(subs)
+		}
 		if err != nil {
 			cmd.SetErr(fmt.Errorf("redshard: %s: %w", displayName(info.Name), err))
 			return
@@ -135,6 +141,54 @@ func concat(subs []sub) (interface{}, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("cannot concatenate replies of type %T", subs[0].cmd)
+}
+
+// numSub merges raw (Do) PUBSUB NUMSUB and SHARDNUMSUB replies into what
+// one server gives: a (channel, count) pair per channel asked, in the order
+// asked, as an array (RESP2) or a map (RESP3), whichever the shards gave.
+// NUMSUB counts add up over the shards; a SHARDNUMSUB count is the channel's
+// owner's, where SSUBSCRIBE and SPUBLISH meet.
+func (t *topology) numSub(cmd redis.Cmder, info command.Info, subs []sub) (interface{}, error) {
+	counts := make([]map[string]int64, len(subs))
+	asMap := false
+	for n, s := range subs {
+		m := map[string]int64{}
+		switch v := value(s.cmd).(type) {
+		case []interface{}:
+			for i := 0; i+1 < len(v); i += 2 {
+				ch, _ := v[i].(string)
+				m[ch], _ = v[i+1].(int64)
+			}
+		case map[interface{}]interface{}:
+			asMap = true
+			for k, c := range v {
+				ch, _ := k.(string)
+				m[ch], _ = c.(int64)
+			}
+		default:
+			return nil, fmt.Errorf("cannot merge replies of type %T", v)
+		}
+		counts[n] = m
+	}
+	channels := cmd.Args()[2:]
+	flat := make([]interface{}, 0, 2*len(channels))
+	byName := make(map[interface{}]interface{}, len(channels))
+	for _, a := range channels {
+		ch := command.Arg(a)
+		var sum int64
+		owner := t.ring.LookupIndex(ch)
+		for n, s := range subs {
+			if info.Name == "pubsub|numsub" || s.shard == owner {
+				sum += counts[n][ch]
+			}
+		}
+		flat = append(flat, ch, sum)
+		byName[ch] = sum
+	}
+	if asMap {
+		return byName, nil
+	}
+	return flat, nil
 }
 
 // and combines 0/1 array replies element-wise (SCRIPT EXISTS: a script

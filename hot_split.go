@@ -389,6 +389,8 @@ func emptyReply(name string, r *reply) bool {
 		return len(v) == 0
 	case map[string]string:
 		return len(v) == 0
+	case map[interface{}]interface{}: // a RESP3 map through Do
+		return len(v) == 0
 	case []redis.Z:
 		return len(v) == 0
 	case []interface{}:

@@ -37,9 +37,11 @@ type Options struct {
 	// reader and subscriber) from the options redshard prepared for that
 	// connection: a template clone or Shard.Options, with Addr set and the
 	// connection's own settings applied. For a Sentinel shard s.Failover
-	// holds the prepared options (build the client with
-	// redis.NewFailoverClient(s.Failover)) and opt the template without an
-	// address. Use it to add instrumentation or a custom dialer. Default
+	// holds the prepared options, for every kind of connection (a copy of
+	// the shard's FailoverOptions with the connection's settings applied:
+	// build the client with redis.NewFailoverClient(s.Failover)), and opt
+	// is the template with an empty Addr. Use it to add instrumentation or
+	// a custom dialer. Default
 	// redis.NewClient, or redis.NewFailoverClient for a Sentinel shard.
 	NewShardClient func(s Shard, opt *redis.Options) *redis.Client
 

@@ -156,7 +156,11 @@ func (c *Client) flushDuringChange(ctx context.Context, top *topology, cmd redis
 	})
 	rt.finish()
 	for i, o := range orphans {
-		if err := o.Err(); err != nil && cmd.Err() == nil {
+		switch err := o.Err(); {
+		case err == nil || cmd.Err() != nil:
+		case isRedisError(err): // keep the server's error a redis.Error
+			cmd.SetErr(wrapShardErr(top.orphans[i].Shard, err))
+		default:
 			cmd.SetErr(fmt.Errorf("redshard: %s on removed shard %s: %w", displayName(cmd.Name()), top.orphans[i].Shard, err))
 		}
 	}
@@ -186,6 +190,9 @@ func (t *topology) plan(ctx context.Context, cmd redis.Cmder, info command.Info,
 
 // owner returns the shard index that owns every key of a keyed command.
 func (t *topology) owner(info command.Info, args []interface{}, keys []int) (int, error) {
+	if err := t.otherKeysErr(info); err != nil {
+		return -1, err
+	}
 	if len(keys) == 0 {
 		return -1, fmt.Errorf("%w: %s names no key, so no shard can be chosen; "+
 			"pass the keys it touches, or run it on each shard with ForEachShard", ErrNotSharded, displayName(info.Name))
@@ -199,6 +206,18 @@ func (t *topology) owner(info command.Info, args []interface{}, keys []int) (int
 		}
 	}
 	return i, nil
+}
+
+// otherKeysErr refuses a command that reads keys it does not name (SORT
+// with an untagged BY or GET pattern) unless the ring has one shard and no
+// change is being handed off, so that every key is on that shard.
+func (t *topology) otherKeysErr(info command.Info) error {
+	if info.Flags&command.OtherKeys == 0 || len(t.shards) == 1 && t.handoff == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %s with a BY or GET pattern reads other keys, which may live on any shard "+
+		"and which redshard cannot route; put a {hash tag} like the sorted key's before the pattern's '*', "+
+		"or run it on a shard's own client (ShardFor)", ErrCrossShard, displayName(info.Name))
 }
 
 func (t *topology) crossShard(name, k1 string, s1 int, k2 string, s2 int) error {
@@ -421,6 +440,9 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 func (t *topology) checkTxCommand(info command.Info, args []interface{}, keys []int, target *int, firstKey *string) error {
 	switch info.Class {
 	case command.Keyed, command.Channel, command.Split:
+		if err := t.otherKeysErr(info); err != nil {
+			return err
+		}
 		for _, k := range keys {
 			key := command.Arg(args[k])
 			i := t.ring.LookupIndex(key)

@@ -10,13 +10,30 @@ import (
 	"github.com/redshard/redshard/internal/command"
 )
 
-// SCAN walks the shards one after another. The cursor a caller sees keeps
-// the shard's index (in ring order) in its top 16 bits and that shard's own
-// cursor in the low 48 bits, so Scan and ScanIterator work unchanged. A
-// cursor is only valid for the shard list it was made with.
+// SCAN walks the shards one after another. The cursor a caller sees is
+// one 64-bit number, so Scan and ScanIterator work unchanged:
+//
+//	bits 63-52  the shard's index in ring order (at most 4096 shards)
+//	bits 51-40  the ring's epoch, modulo 4096 (SetShards adds one)
+//	bits 39-0   that shard's own cursor
+//
+// Cursor 0 starts a scan. A cursor is valid only on the client that made
+// it, for the shard list it was made with: one made before a SetShards
+// fails with ErrStaleCursor (unless exactly a multiple of 4096 changes
+// happened in between), rather than scan a shard twice and a new one never.
+// A shard's own cursor must fit in 40 bits: Redis's SCAN cursor on a
+// standalone server is below the size of its keyspace's hash table (the
+// larger one while rehashing), a power of two that grows to at most twice
+// the number of keys and shrinks again after deletions. 40 bits hold any
+// server that has not held about 2^39 (5.5e11) keys, far past the memory of
+// one machine; a cursor that does not fit fails the SCAN with an error
+// saying so, never a wrong scan.
 const (
-	scanShift     = 48
-	scanInnerMask = 1<<scanShift - 1
+	scanShardShift = 52
+	scanTagShift   = 40
+	scanTagMask    = 1<<(scanShardShift-scanTagShift) - 1
+	scanInnerMask  = 1<<scanTagShift - 1
+	scanMaxShards  = 1 << (64 - scanShardShift)
 )
 
 func (t *topology) planScan(cmd redis.Cmder) (route, error) {
@@ -28,10 +45,15 @@ func (t *topology) planScan(cmd redis.Cmder) (route, error) {
 	if err != nil {
 		return route{}, fmt.Errorf("redshard: SCAN: invalid cursor %q", command.Arg(args[1]))
 	}
-	s := int(cur >> scanShift)
-	if s >= len(t.shards) {
-		return route{}, fmt.Errorf("redshard: SCAN: cursor %d names shard #%d of %d (did the shard list change?)",
-			cur, s, len(t.shards))
+	if len(t.shards) > scanMaxShards {
+		return route{}, fmt.Errorf("%w: SCAN over more than %d shards cannot be encoded in a cursor; "+
+			"scan each shard with ForEachShard", ErrNotSharded, scanMaxShards)
+	}
+	tag := t.epoch & scanTagMask
+	s := int(cur >> scanShardShift)
+	if cur != 0 && (cur>>scanTagShift&scanTagMask != tag || s >= len(t.shards)) {
+		return route{}, fmt.Errorf("%w: cursor %d was made for another shard list "+
+			"(the list changed since; start again with cursor 0)", ErrStaleCursor, cur)
 	}
 	sc := cmd.Clone()
 	sc.Args()[1] = cur & scanInnerMask
@@ -60,9 +82,9 @@ func (t *topology) planScan(cmd redis.Cmder) (route, error) {
 		keys = slices.DeleteFunc(keys, isInternalKey) // a page may come out shorter, as SCAN allows
 		switch {
 		case next != 0:
-			next |= uint64(s) << scanShift
+			next |= uint64(s)<<scanShardShift | tag<<scanTagShift
 		case s+1 < len(t.shards):
-			next = uint64(s+1) << scanShift
+			next = uint64(s+1)<<scanShardShift | tag<<scanTagShift
 		}
 		switch c := cmd.(type) {
 		case *redis.ScanCmd:

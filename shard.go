@@ -37,9 +37,10 @@ type backend struct {
 
 	conns connSet // the command client's open connections, severed when the shard goes down
 
-	mu        sync.Mutex // guards closed, heartbeat and the creation of hot
+	mu        sync.Mutex // guards closed, heartbeat, timeouts and the creation of hot
 	closed    bool
-	heartbeat *redis.Client // dedicated heartbeat connection, made on first use
+	heartbeat *redis.Client                   // dedicated heartbeat connection, made on first use
+	timeouts  map[time.Duration]*redis.Client // WithTimeout clones of client (timeout.go)
 
 	closeErr error // set by close, under mu
 }
@@ -51,7 +52,7 @@ type connKind int
 const (
 	connCommand   connKind = iota // the shard's command client
 	connHeartbeat                 // one connection, short timeouts, no retries
-	connReader                    // hot-key tracked reads (RESP2)
+	connReader                    // hot-key tracked reads (the shard's protocol)
 	connTracking                  // the invalidation subscriber (RESP2)
 )
 
@@ -59,7 +60,7 @@ const (
 // Caller holds c.mu or owns c exclusively.
 func (c *Client) newBackend(s Shard) *backend {
 	b := &backend{c: c, shard: s, id: s.identity()}
-	b.client = c.dial(s, connCommand, nil)
+	b.client = c.dial(s, connCommand, nil, timeoutHook{b})
 	// Outermost, so that it sees every error: a command cut off because
 	// the shard was marked down fails with the shard's ErrShardDown.
 	b.client.AddHook(failFast{b})
@@ -175,8 +176,9 @@ func (s *connSet) closeAll() {
 // the only place redshard creates a client to a shard, so every connection
 // honours Options.NewShardClient, Shard.Options and Shard.Failover, and
 // every command-sending one gets the shard hooks. onConnect, if set, runs
-// after the options' own OnConnect on each new connection.
-func (c *Client) dial(s Shard, kind connKind, onConnect func(context.Context, *redis.Conn) error) *redis.Client {
+// after the options' own OnConnect on each new connection; first, if any,
+// are the client's outermost hooks.
+func (c *Client) dial(s Shard, kind connKind, onConnect func(context.Context, *redis.Conn) error, first ...redis.Hook) *redis.Client {
 	o := &c.cfg.opt
 	opt := o.shardOptions(s)
 	var fo *redis.FailoverOptions
@@ -195,10 +197,16 @@ func (c *Client) dial(s Shard, kind connKind, onConnect func(context.Context, *r
 			*ctxTimeout = true
 			*maint = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 		case connReader, connTracking:
-			// RESP2, as measured (notes/tracking-invalidation.md); no
-			// maintenance notifications, which would move connections
-			// behind our back.
-			*protocol = 2
+			// The subscriber is RESP2, as measured
+			// (notes/tracking-invalidation.md): invalidations redirected to
+			// it arrive as Pub/Sub messages. The reader keeps the shard's
+			// protocol: its replies are cached and served to callers, and
+			// must have the Go types the command client's replies have
+			// (RESP3 doubles, maps). No maintenance notifications, which
+			// would move connections behind our back.
+			if kind == connTracking {
+				*protocol = 2
+			}
 			*maint = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 		}
 		if onConnect != nil {
@@ -232,6 +240,9 @@ func (c *Client) dial(s Shard, kind connKind, onConnect func(context.Context, *r
 	default:
 		cl = redis.NewClient(opt)
 	}
+	for _, h := range first {
+		cl.AddHook(h)
+	}
 	if kind == connCommand || kind == connReader {
 		for _, newHook := range c.shardHookList() {
 			cl.AddHook(newHook(s))
@@ -252,6 +263,9 @@ func (c *Client) shardHookList() []shardHook {
 // addHook adds a shard hook to the backend's command-sending clients.
 func (b *backend) addHook(newHook shardHook) {
 	b.client.AddHook(newHook(b.shard))
+	b.mu.Lock()
+	b.timeouts = nil // rebuilt with the new hook on next use
+	b.mu.Unlock()
 	if hs := b.hot.Load(); hs != nil {
 		hs.addHook(newHook)
 	}

@@ -139,10 +139,20 @@ func (t *topology) planSplit(ctx context.Context, cmd redis.Cmder, info command.
 	return route{direct: -1, subs: subs, after: after, finish: finish}, nil
 }
 
-// shardErr names the shard in an error that came back from it.
+// shardErr names the shard in an error that came back from it. A server
+// error stays a redis.Error whose message starts with the server's own
+// (see shardRedisError); anything else is wrapped with the shard's name.
 func (t *topology) shardErr(i int, err error) error {
 	if err == redis.Nil {
 		return err
 	}
-	return fmt.Errorf("redshard: shard %s: %w", t.shards[i].Name, err)
+	return wrapShardErr(t.shards[i].Shard, err)
+}
+
+// wrapShardErr is shardErr for a shard outside a topology.
+func wrapShardErr(s Shard, err error) error {
+	if isRedisError(err) {
+		return &shardRedisError{err: err, shard: s}
+	}
+	return fmt.Errorf("redshard: shard %s: %w", s.Name, err)
 }

@@ -87,6 +87,11 @@ const (
 	ReadOnly
 	// Blocking: may block (BLPOP, XREAD [BLOCK], WAIT, ...).
 	Blocking
+	// OtherKeys: reads keys it does not name, which may live on any shard:
+	// SORT and SORT_RO with a BY or GET pattern that has no {hash tag}
+	// before its '*'. Only a one-shard ring can run it correctly. Set by
+	// Lookup for the command at hand, never in the table.
+	OtherKeys
 )
 
 // String returns the flags joined by "|", e.g. "Write|Blocking", or "0".
@@ -98,7 +103,7 @@ func (f Flags) String() string {
 	for _, x := range [...]struct {
 		f    Flags
 		name string
-	}{{Write, "Write"}, {ReadOnly, "ReadOnly"}, {Blocking, "Blocking"}} {
+	}{{Write, "Write"}, {ReadOnly, "ReadOnly"}, {Blocking, "Blocking"}, {OtherKeys, "OtherKeys"}} {
 		if f&x.f != 0 {
 			parts = append(parts, x.name)
 			f &^= x.f
@@ -168,6 +173,11 @@ func Lookup(args []interface{}, keys []int) (Info, []int, error) {
 	}
 	n := len(keys)
 	keys, err := e.keys.locate(args, keys)
+	if err == errOtherKeys {
+		info := e.info
+		info.Flags |= OtherKeys
+		return info, keys, nil
+	}
 	if err != nil {
 		return e.info, keys[:n], fmt.Errorf("%w: %s: %v", ErrMalformed, displayName(e.info.Name), err)
 	}

@@ -18,8 +18,9 @@
 //     server that runs the SORT. Such a pattern is accepted only when it has a
 //     non-empty {hash tag} before its first '*' (all keys it forms then hash
 //     like the tag), and its position is reported as a key so the client
-//     checks it lives with the sorted key. Any other key-reading pattern is an
-//     error: those reads would silently see only one shard's keys.
+//     checks it lives with the sorted key. Any other key-reading pattern sets
+//     the OtherKeys flag: its reads would see only one shard's keys, so the
+//     client runs it only on a one-shard ring.
 //   - GEORADIUS and GEORADIUSBYMEMBER report the destination of every STORE
 //     and STOREDIST option (Redis writes the last; GETKEYS reports the first
 //     of each kind), so none can name a key on another shard.

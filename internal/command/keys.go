@@ -183,6 +183,7 @@ func sortLike(args []interface{}, keys []int, store bool) ([]int, error) {
 	n := len(keys)
 	keys = append(keys, 1)
 	dest := -1
+	var other error // errOtherKeys once a pattern reads keys of any shard
 	for i := 2; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -194,7 +195,9 @@ func sortLike(args []interface{}, keys []int, store bool) ([]int, error) {
 				return keys[:n], fmt.Errorf("%s needs a pattern", strings.ToUpper(Arg(a)))
 			}
 			reads, err := patternKey(args[i])
-			if err != nil {
+			if err == errOtherKeys {
+				other = err
+			} else if err != nil {
 				return keys[:n], err
 			}
 			if reads {
@@ -211,8 +214,12 @@ func sortLike(args []interface{}, keys []int, store bool) ([]int, error) {
 	if dest >= 0 {
 		keys = insertSorted(keys, n, dest)
 	}
-	return keys, nil
+	return keys, other
 }
+
+// errOtherKeys is patternKey's answer for a pattern that reads keys which
+// may live on any shard; Lookup turns it into the OtherKeys flag.
+var errOtherKeys = errors.New("pattern reads keys that may live on any shard")
 
 // patternKey checks a SORT BY/GET pattern. A pattern without '*' (such as
 // "nosort" or "#") reads no other key. One with '*' reads keys formed from
@@ -220,6 +227,7 @@ func sortLike(args []interface{}, keys []int, store bool) ([]int, error) {
 // live on the same shard, which holds when the pattern has a non-empty
 // {hash tag} before its first '*': every key it forms then hashes like the
 // tag, and so does the pattern itself when the client checks it as a key.
+// Any other pattern with '*' gives errOtherKeys.
 func patternKey(a interface{}) (reads bool, err error) {
 	p := Arg(a)
 	star := strings.IndexByte(p, '*')
@@ -231,8 +239,7 @@ func patternKey(a interface{}) (reads bool, err error) {
 			return true, nil
 		}
 	}
-	return false, fmt.Errorf("pattern %q reads keys that may live on other shards; "+
-		"put a {hash tag} before its '*' that matches the sorted key's", p)
+	return false, errOtherKeys
 }
 
 // insertSorted inserts v into keys[from:], which is sorted, keeping it
