@@ -234,9 +234,9 @@ func (res *Result) History(key string, maxLines int) string {
 	if len(ops) == 0 {
 		return "(no command on " + key + ")"
 	}
-	first, last := ops[0].Call, ops[len(ops)-1].Call
-	for _, e := range events {
-		if e.t >= first && e.t <= last {
+	last := ops[len(ops)-1].Call
+	for _, e := range events { // from the start: a change before the key's first command matters
+		if e.t <= last {
 			lines = append(lines, line{e.t, fmt.Sprintf("%5d        ** %s", e.t, e.desc)})
 		}
 	}

@@ -37,6 +37,12 @@ type Scenario struct {
 	// commands run); CancelRebalance also cancels some runs from their
 	// Progress callback (a later run resumes).
 	Rebalance, CancelRebalance bool
+	// QuietRebalance runs each Rebalance with no worker command running
+	// and waits for it: handoffs still run under traffic, moves do not.
+	QuietRebalance bool
+	// QuietChanges gives SetShards with no worker command running (held
+	// commands excepted); with two clients changes are always quiet.
+	QuietChanges bool
 	// Holds pauses some client commands before they reach a shard, after
 	// the shard answered, or inside their handoff, and releases them at a
 	// later step or from a Rebalance's Progress callback.

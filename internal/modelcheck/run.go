@@ -197,6 +197,12 @@ func (r *runner) step(i int, s Step) {
 	case StepChange:
 		r.change(s)
 	case StepRebalance:
+		if r.p.Scenario.QuietRebalance {
+			r.quiesce()
+			r.startRebalance(s)
+			r.awaitRebalance()
+			break
+		}
 		r.startRebalance(s)
 	case StepDown:
 		r.serverDown(s)
@@ -423,7 +429,7 @@ func (r *runner) change(s Step) {
 	if !ok {
 		return
 	}
-	if len(r.clients) > 1 {
+	if len(r.clients) > 1 || r.p.Scenario.QuietChanges {
 		r.quiesce()
 	}
 	for i, c := range r.clients {

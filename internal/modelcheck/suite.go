@@ -17,18 +17,55 @@ import (
 // current code for the reason given; the tests skip it unless asked to run
 // everything, so that CI stays green and it is one flag away once fixed.
 var Scenarios = []Scenario{
+	// Passing: no command is in flight across a change or a Rebalance
+	// (the "quiet" ones), or nothing changes.
 	{Name: "traffic", Holds: true},
-	{Name: "add-remove", Changes: []Change{AddShard, RemoveShard}, Rebalance: true},
-	{Name: "reweight", Changes: []Change{Reweight}, Rebalance: true, CancelRebalance: true},
-	{Name: "rollback", Changes: []Change{AddShard, RemoveShard, Reweight, Rollback}, Rebalance: true, CancelRebalance: true},
-	{Name: "rename", Changes: []Change{RenameShard}, Rebalance: true},
-	{Name: "readdress", Changes: []Change{Readdress}, Rebalance: true},
-	{Name: "held", Changes: []Change{AddShard, RemoveShard, Reweight}, Rebalance: true, CancelRebalance: true, Holds: true},
-	{Name: "held-rebalance", Changes: []Change{AddShard, RemoveShard, Reweight}, Rebalance: true, HoldRebalance: true},
-	{Name: "faults", Changes: []Change{AddShard, RemoveShard}, Rebalance: true, Faults: true},
-	{Name: "two-clients", Changes: []Change{AddShard, RemoveShard, Reweight}, Rebalance: true, Holds: true, Clients: 2},
+	{Name: "restarts", Holds: true, Faults: true},
+	{Name: "add-remove-quiet", Changes: []Change{AddShard, RemoveShard}, Rebalance: true, CancelRebalance: true, QuietRebalance: true, QuietChanges: true},
+	{Name: "reweight-quiet", Changes: []Change{Reweight}, Rebalance: true, CancelRebalance: true, QuietRebalance: true, QuietChanges: true},
+	{Name: "rollback-quiet", Changes: []Change{AddShard, RemoveShard, Reweight, Rollback}, Rebalance: true, CancelRebalance: true, QuietRebalance: true, QuietChanges: true},
+
+	// Known to fail.
+	{Name: "two-clients-quiet", Changes: []Change{AddShard, RemoveShard, Reweight}, Rebalance: true, CancelRebalance: true, QuietRebalance: true, Clients: 2,
+		Known: deleteUndone + " — seed 137 (another client's handoff)"},
+	{Name: "rename", Changes: []Change{RenameShard}, Rebalance: true, QuietRebalance: true, QuietChanges: true,
+		Known: "known failure: renaming a shard at the same address deletes its keys (the move RESTOREs onto the same server, BUSYKEY counts as done, then the compare-and-delete removes the only copy) — seed 5 -model.ops 30"},
+	{Name: "readdress", Changes: []Change{Readdress}, Rebalance: true, QuietRebalance: true, QuietChanges: true,
+		Known: "known failure: a shard moved to a new address under the same name is neither handed off nor rebalanced: its keys read as missing and stay on the old server — seed 5 -model.ops 30"},
+	{Name: "held", Changes: []Change{AddShard, RemoveShard, Reweight, Rollback}, Rebalance: true, CancelRebalance: true, QuietRebalance: true, QuietChanges: true, Holds: true,
+		Known: inFlight + " — seed 87 -model.ops 30"},
+	{Name: "two-clients", Changes: []Change{AddShard, RemoveShard, Reweight}, Rebalance: true, QuietRebalance: true, Holds: true, Clients: 2,
+		Known: inFlight + " — seed 96 -model.ops 30"},
+	{Name: "add-remove", Changes: []Change{AddShard, RemoveShard}, Rebalance: true,
+		Known: deleteUndone + " — seed 13; and " + inFlight + " — seed 5"},
+	{Name: "reweight", Changes: []Change{Reweight}, Rebalance: true, CancelRebalance: true,
+		Known: inFlight + " — seed 88"},
+	{Name: "rollback", Changes: []Change{AddShard, RemoveShard, Reweight, Rollback}, Rebalance: true, CancelRebalance: true,
+		Known: deleteUndone + " — seed 9"},
+	{Name: "held-rebalance", Changes: []Change{AddShard, RemoveShard, Reweight}, Rebalance: true, HoldRebalance: true,
+		Known: deleteUndone + " — seed 7"},
+	{Name: "faults", Changes: []Change{AddShard, RemoveShard}, Rebalance: true, QuietRebalance: true, QuietChanges: true, Faults: true,
+		Known: "known failure: a handoff whose previous owner is unreachable goes on as if the key were absent there (a DEL answers 0, a GET nil, and the old value can come back) — seed 50"},
 	{Name: "everything", Changes: []Change{AddShard, RemoveShard, RenameShard, Readdress, Reweight, Rollback},
-		Rebalance: true, CancelRebalance: true, Holds: true, HoldRebalance: true, Faults: true},
+		Rebalance: true, CancelRebalance: true, Holds: true, HoldRebalance: true, Faults: true,
+		Known: "known failure: every failure above, mixed — seed 1"},
+}
+
+const (
+	deleteUndone = "known failure: a DEL, GETDEL or EXPIRE on the new owner is undone by a move of the key (Rebalance, or another client's handoff) whose DUMP was taken before it: its RESTORE brings the deleted key back"
+	inFlight     = "known failure: a command in flight to the old owner when SetShards runs reaches it after the key moved: an acknowledged SET stays behind on the old server (lost), a GET answers nil"
+)
+
+// SeedList returns []uint64{one} when one is set, else seeds 1..n.
+func SeedList(one uint64, n int) []uint64 {
+	if one != 0 {
+		return []uint64{one}
+	}
+	seeds := make([]uint64, n)
+	for i := range seeds {
+		seeds[i] = uint64(i + 1)
+	}
+	return seeds
 }
 
 // SeedOptions runs one scenario over many seeds.
@@ -105,14 +142,18 @@ func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
 
 // NewClient is the client under test: health checks off (a fault is a
 // server that refuses or does not answer, and commands to it fail however
-// go-redis fails them), and no go-redis retries, which would apply a
-// command twice when a connection drops after the server ran it and make
-// INCR and APPEND uncheckable.
+// go-redis fails them), no go-redis retries, which would apply a command
+// twice when a connection drops after the server ran it and make INCR and
+// APPEND uncheckable, and one dial attempt, so that a command to a server
+// that is down fails at once instead of landing seconds later. The large
+// PoolSize (connections are still made on demand) keeps go-redis's dial
+// circuit breaker, which opens after PoolSize failed dials and probes once
+// a second, from failing commands to a server that is back.
 func NewClient(shards []redshard.Shard) (*redshard.Client, error) {
 	return redshard.NewClient(&redshard.Options{
 		Shards: shards,
 		Health: &redshard.HealthOptions{Disable: true},
-		ShardOptions: &redis.Options{MaxRetries: -1, DialTimeout: time.Second,
+		ShardOptions: &redis.Options{MaxRetries: -1, DialerRetries: 1, PoolSize: 1000, DialTimeout: time.Second,
 			ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second},
 	})
 }
