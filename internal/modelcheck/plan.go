@@ -164,6 +164,9 @@ type Step struct {
 	Change Change
 	R      uint64 // random choices made when the step runs
 	Server int
+	// Client is, for StepHeld, 1 + the index of the client that runs the
+	// operation; 0 picks it by hold ID.
+	Client int
 	// Rebalance: CancelAfter > 0 cancels the run from that Progress call;
 	// Hold, when Hold.ID > 0, pauses one of its moves.
 	CancelAfter int

@@ -117,9 +117,10 @@ type runner struct {
 
 // heldOp is an operation run with a hold, or a Rebalance's hold.
 type heldOp struct {
-	h    *hold
-	done chan struct{} // closed when the operation returned (nil: a Rebalance's)
-	keys []string
+	h      *hold
+	done   chan struct{} // closed when the operation returned (nil: a Rebalance's)
+	keys   []string
+	client int // the client that runs it
 }
 
 type worker struct {
@@ -221,8 +222,8 @@ func (r *runner) dispatch(w int, op *Op) {
 	if op != nil {
 		keys = opKeys(op)
 	}
-	r.unblock(keys)
-	r.unblock(wk.current())
+	r.unblock(w%len(r.clients), keys)
+	r.unblock(w%len(r.clients), wk.current())
 	j := job{op: op, keys: keys, took: make(chan struct{})}
 	select {
 	case wk.jobs <- j:
@@ -239,13 +240,14 @@ func (r *runner) quiesce() {
 }
 
 // unblock releases the paused handoffs (holds on RESTORE or the delete of a
-// handoff, which runs as a shared flight per key) of keys.
-func (r *runner) unblock(keys []string) {
+// handoff, which runs as a shared flight per key and per client) of keys on
+// client.
+func (r *runner) unblock(client int, keys []string) {
 	if len(keys) == 0 {
 		return
 	}
 	for _, ho := range r.holds {
-		if ho.done == nil || ho.h.spec.Target == Own || !isClosed(ho.h.arrived) || isClosed(ho.h.release) {
+		if ho.done == nil || ho.client != client || ho.h.spec.Target == Own || !isClosed(ho.h.arrived) || isClosed(ho.h.release) {
 			continue
 		}
 		if slices.Contains(keys, ho.h.key) {
@@ -277,10 +279,14 @@ func isClosed(ch chan struct{}) bool {
 // until it has paused or returned.
 func (r *runner) runHeld(s Step) {
 	op := &r.p.Ops[s.Op]
-	ho := &heldOp{h: newHold(s.Hold), done: make(chan struct{}), keys: opKeys(op)}
-	r.unblock(ho.keys)
+	ci := s.Hold.ID % len(r.clients)
+	if s.Client > 0 {
+		ci = (s.Client - 1) % len(r.clients)
+	}
+	ho := &heldOp{h: newHold(s.Hold), done: make(chan struct{}), keys: opKeys(op), client: ci}
+	r.unblock(ci, ho.keys)
 	r.holds[s.Hold.ID] = ho
-	c := r.clients[s.Hold.ID%len(r.clients)]
+	c := r.clients[ci]
 	client := r.p.Workers + s.Hold.ID - 1
 	ctx := withHold(r.ctx, ho.h)
 	r.wg.Go(func() {
