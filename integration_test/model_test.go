@@ -78,3 +78,16 @@ func redisServers(t *testing.T, n int) []modelcheck.Server {
 	}
 	return out
 }
+
+// TestModelMinimal runs the known failures reduced to short scripts
+// (modelcheck.Minimal) on redis-servers; skipped unless -model.all.
+func TestModelMinimal(t *testing.T) {
+	for _, m := range modelcheck.Minimal {
+		t.Run(m.Name, func(t *testing.T) {
+			if m.Known != "" && !*modelAll {
+				t.Skip(m.Known + " (-model.all runs it)")
+			}
+			modelcheck.RunScript(t, m.Script().Plan(), redisServers, newModelClient)
+		})
+	}
+}

@@ -13,6 +13,11 @@
 // key's history is checked for linearizability against a register model
 // with porcupine; at the end every key must live once, on its owner.
 //
+// Scenarios lists the seeded scenarios; those that fail on the current
+// code carry their reason (Known) and are skipped unless asked for.
+// Minimal holds each known failure reduced to a short Script, a plan
+// written by hand and run by the same scheduler and checker.
+//
 // Replay: the plan (operations, values, membership events, holds and
 // releases) depends on the seed only. Goroutine interleaving between the
 // points the plan orders with channels is up to the Go scheduler, so a

@@ -153,6 +153,7 @@ const (
 	StepRebalance                 // start Rebalance in the background (waits for the previous run)
 	StepDown                      // make server R%n unreachable
 	StepUp                        // bring server Server back
+	StepQuiesce                   // wait until no worker runs a command (scripts only)
 )
 
 // Step is one step of the scheduler.

@@ -209,6 +209,16 @@ func (r *runner) step(i int, s Step) {
 		r.serverDown(s)
 	case StepUp:
 		r.serverUp()
+	case StepQuiesce:
+		r.quiesce()
+		for _, ho := range r.holds { // and the released operations have returned
+			if ho.done != nil && isClosed(ho.h.release) {
+				select {
+				case <-ho.done:
+				case <-r.ctx.Done():
+				}
+			}
+		}
 	}
 }
 

@@ -96,6 +96,13 @@ func (s *Script) Up() *Script {
 	return s
 }
 
+// Quiesce waits until the workers' commands so far, and the held
+// operations released so far, have returned.
+func (s *Script) Quiesce() *Script {
+	s.p.Steps = append(s.p.Steps, Step{Kind: StepQuiesce})
+	return s
+}
+
 // Plan returns the plan built so far.
 func (s *Script) Plan() *Plan { return s.p }
 

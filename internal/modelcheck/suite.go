@@ -157,3 +157,29 @@ func NewClient(shards []redshard.Shard) (*redshard.Client, error) {
 			ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second},
 	})
 }
+
+// RunScript runs one hand-written plan on fresh servers and reports its
+// failures with the failing key's history.
+func RunScript(t *testing.T, p *Plan, servers func(t *testing.T, n int) []Server,
+	newClient func([]redshard.Shard) (*redshard.Client, error)) {
+	if newClient == nil {
+		newClient = NewClient
+	}
+	res := Run(Config{Plan: p, Servers: servers(t, p.Servers), NewClient: newClient})
+	if len(res.Failures) == 0 {
+		t.Logf("%s\n%s", res.Summary(), res.Events())
+		return
+	}
+	var b strings.Builder
+	b.WriteString(res.Summary() + "\n")
+	for _, f := range res.Failures {
+		b.WriteString("  " + f.String() + "\n")
+	}
+	if keys := res.FailedKeys(); len(keys) > 0 {
+		b.WriteString("history of " + keys[0] + ":\n" + res.History(keys[0], 40))
+		if path, err := res.Visualize(os.TempDir(), keys[0]); err == nil {
+			b.WriteString("  porcupine visualization: " + path + "\n")
+		}
+	}
+	t.Error(b.String())
+}
