@@ -49,7 +49,7 @@ func (r *runner) exec(ctx context.Context, c *redshard.Client, client int, op *O
 	}
 	ret := r.rec.tick()
 	for i, cm := range op.Cmds {
-		out := outcome(cmds[i], cm.Kind)
+		out := outcome(cmds[i])
 		if errors.Is(cmds[i].Err(), redshard.ErrCrossShard) {
 			continue // refused before anything was sent: not applied
 		}
@@ -91,7 +91,7 @@ type mgetPart struct {
 }
 
 // outcome reads a command's reply as the model's Output.
-func outcome(cmd redis.Cmder, kind Kind) Output {
+func outcome(cmd redis.Cmder) Output {
 	err := cmd.Err()
 	switch {
 	case err == redis.Nil:
@@ -116,6 +116,5 @@ func outcome(cmd redis.Cmder, kind Kind) Output {
 	case *redis.StatusCmd:
 		return Output{}
 	}
-	_ = kind
 	return Output{Unknown: true, Err: "unexpected reply type"}
 }

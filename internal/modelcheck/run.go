@@ -609,7 +609,7 @@ func (r *runner) finish() {
 		for _, k := range r.p.Keys {
 			call := r.rec.tick()
 			cmd := c.Get(r.ctx, k)
-			out := outcome(cmd, Get)
+			out := outcome(cmd)
 			r.rec.add(len(r.workers)+r.p.Holds+ci, Input{Kind: Get, Key: k, Via: "final read", Op: -1}, out, call, r.rec.tick())
 			if out.Unknown {
 				r.res.fail("error", k, "final read: %s", out.Err)
