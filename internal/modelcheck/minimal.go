@@ -35,7 +35,7 @@ var Minimal = []MinimalScenario{
 	{"set-in-flight-across-remove", "known failure: a SET in flight to the old owner when SetShards runs lands there after the key moved: acknowledged and lost", func() *Script {
 		// SET v1 everywhere; SET v2 on every key, each held before it
 		// reaches its shard; remove s0; Rebalance; release; read.
-		sc := Scenario{Rebalance: true, QuietRebalance: true, QuietChanges: true, Holds: true}
+		sc := Scenario{Rebalance: true, QuietChanges: true, Holds: true}
 		s := NewScript("set-in-flight-across-remove", sc, 3, 3, 1, Keys(10)...)
 		s.Each(0, func(i int, k string) Cmd { return Cmd{Kind: Set, Key: k, Arg: fmt.Sprint(100 + i)} })
 		var held []int
@@ -43,16 +43,17 @@ var Minimal = []MinimalScenario{
 			held = append(held, s.Held(Before, Own, Single, Cmd{Kind: Set, Key: k, Arg: fmt.Sprint(200 + i)}))
 		}
 		s.Change(RemoveShard, 0)
-		s.Rebalance(Own)
+		s.Rebalance(Own) // in the background: its first move must wait for the held commands
 		for _, id := range held {
 			s.Release(id)
 		}
 		s.Quiesce()
+		s.AwaitRebalance()
 		s.Each(0, func(i int, k string) Cmd { return Cmd{Kind: Get, Key: k} })
 		return s
 	}},
 	{"get-in-flight-across-remove", "known failure: a GET in flight to the old owner when SetShards runs reaches it after the key moved and answers nil", func() *Script {
-		sc := Scenario{Rebalance: true, QuietRebalance: true, QuietChanges: true, Holds: true}
+		sc := Scenario{Rebalance: true, QuietChanges: true, Holds: true}
 		s := NewScript("get-in-flight-across-remove", sc, 3, 3, 1, Keys(10)...)
 		s.Each(0, func(i int, k string) Cmd { return Cmd{Kind: Set, Key: k, Arg: fmt.Sprint(100 + i)} })
 		var held []int
@@ -60,11 +61,12 @@ var Minimal = []MinimalScenario{
 			held = append(held, s.Held(Before, Own, Single, Cmd{Kind: Get, Key: k}))
 		}
 		s.Change(RemoveShard, 0)
-		s.Rebalance(Own)
+		s.Rebalance(Own) // in the background: its first move must wait for the held commands
 		for _, id := range held {
 			s.Release(id)
 		}
 		s.Quiesce()
+		s.AwaitRebalance()
 		return s
 	}},
 	{"delete-during-rebalance", "known failure: a DEL while Rebalance moves the key is undone by Rebalance's RESTORE", func() *Script {
@@ -115,7 +117,7 @@ var Minimal = []MinimalScenario{
 		// SET v1 everywhere; SET v2 held before its shard; remove s0;
 		// Rebalance; release (v2 lands on the removed server); DEL
 		// everywhere; roll back to the first list; read.
-		sc := Scenario{Rebalance: true, QuietRebalance: true, QuietChanges: true, Holds: true}
+		sc := Scenario{Rebalance: true, QuietChanges: true, Holds: true}
 		s := NewScript("removed-then-readded-reverts", sc, 3, 3, 1, Keys(10)...)
 		s.Each(0, func(i int, k string) Cmd { return Cmd{Kind: Set, Key: k, Arg: fmt.Sprint(100 + i)} })
 		var held []int
@@ -123,14 +125,16 @@ var Minimal = []MinimalScenario{
 			held = append(held, s.Held(Before, Own, Single, Cmd{Kind: Set, Key: k, Arg: fmt.Sprint(200 + i)}))
 		}
 		s.Change(RemoveShard, 0)
-		s.Rebalance(Own)
+		s.Rebalance(Own) // in the background: its first move must wait for the held commands
 		for _, id := range held {
 			s.Release(id)
 		}
 		s.Quiesce()
+		s.AwaitRebalance()
 		s.Each(0, func(i int, k string) Cmd { return Cmd{Kind: Del, Key: k} })
 		s.Change(Rollback, 0)
 		s.Rebalance(Own)
+		s.AwaitRebalance()
 		s.Each(0, func(i int, k string) Cmd { return Cmd{Kind: Get, Key: k} })
 		return s
 	}},

@@ -154,6 +154,7 @@ const (
 	StepDown                      // make server R%n unreachable
 	StepUp                        // bring server Server back
 	StepQuiesce                   // wait until no worker runs a command (scripts only)
+	StepAwaitRebalance            // wait for the Rebalance in the background to end (scripts only)
 )
 
 // Step is one step of the scheduler.

@@ -209,6 +209,8 @@ func (r *runner) step(i int, s Step) {
 		r.serverDown(s)
 	case StepUp:
 		r.serverUp()
+	case StepAwaitRebalance:
+		r.awaitRebalance()
 	case StepQuiesce:
 		r.quiesce()
 		for _, ho := range r.holds { // and the released operations have returned
@@ -235,10 +237,57 @@ func (r *runner) dispatch(w int, op *Op) {
 	r.unblock(w%len(r.clients), keys)
 	r.unblock(w%len(r.clients), wk.current())
 	j := job{op: op, keys: keys, took: make(chan struct{})}
-	select {
-	case wk.jobs <- j:
-		<-j.took
-	case <-r.ctx.Done():
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case wk.jobs <- j:
+			r.wait(j.took)
+			return
+		case <-r.ctx.Done():
+			return
+		case <-t.C: // the worker is busy: see wait
+			r.releaseStalled()
+		}
+	}
+}
+
+// wait waits for ch. A membership change waits for the commands in flight
+// on the previous ring, held ones included; a held command stands for a
+// slow one, which ends some time: when the wait stalls, the oldest paused
+// operation is released, one per tick, so the schedule goes on. It
+// reports false when the run was stopped.
+func (r *runner) wait(ch <-chan struct{}) bool {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ch:
+			return true
+		case <-r.ctx.Done():
+			return false
+		case <-t.C:
+			r.releaseStalled()
+		}
+	}
+}
+
+// releaseStalled releases the paused operation with the lowest hold ID
+// (commands before Rebalances' own pauses).
+func (r *runner) releaseStalled() {
+	var pick *heldOp
+	for _, ho := range r.holds {
+		if !isClosed(ho.h.arrived) || isClosed(ho.h.release) {
+			continue
+		}
+		if pick == nil || (ho.done != nil && pick.done == nil) ||
+			((ho.done == nil) == (pick.done == nil) && ho.h.spec.ID < pick.h.spec.ID) {
+			pick = ho
+		}
+	}
+	if pick != nil {
+		r.rec.event("%v released: the schedule stalled (a change waits for the commands in flight on the old ring)", pick.h.spec)
+		r.open(pick)
 	}
 }
 
@@ -394,9 +443,7 @@ func (r *runner) awaitRebalance() {
 	if run.hold != nil {
 		r.open(run.hold)
 	}
-	select {
-	case <-run.done:
-	case <-r.ctx.Done():
+	if !r.wait(run.done) {
 		return
 	}
 	for _, ho := range run.taken { // their Progress call never came
@@ -406,9 +453,10 @@ func (r *runner) awaitRebalance() {
 	case run.err != nil && !errors.Is(run.err, context.Canceled) && !r.p.Scenario.Faults:
 		r.res.fail("error", "", "Rebalance: %v", run.err)
 	case run.complete:
-		// Every key has moved: the other clients' handoffs may end too.
+		// Every key has moved: the other clients finish the change too (a
+		// Rebalance that finds nothing to move).
 		for _, c := range r.clients[1:] {
-			c.EndHandoff()
+			_, _ = c.Rebalance(r.ctx, redshard.RebalanceOptions{BatchSize: r.p.BatchSize})
 		}
 	}
 }
@@ -601,8 +649,10 @@ func (r *runner) finish() {
 	if !complete {
 		r.res.fail("rebalance", "", "the final Rebalance did not complete in 3 runs")
 	}
-	for _, c := range r.clients[1:] {
-		c.EndHandoff()
+	for _, c := range r.clients[1:] { // they finish the change too
+		if rep, err := c.Rebalance(r.ctx, redshard.RebalanceOptions{BatchSize: r.p.BatchSize}); err != nil || rep.Moved != 0 {
+			r.rec.event("another client's final Rebalance: moved %d, err %v", rep.Moved, err)
+		}
 	}
 	// The final reads, through every client, after everything returned.
 	for ci, c := range r.clients {

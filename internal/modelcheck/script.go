@@ -103,6 +103,12 @@ func (s *Script) Quiesce() *Script {
 	return s
 }
 
+// AwaitRebalance waits for the Rebalance started last to end.
+func (s *Script) AwaitRebalance() *Script {
+	s.p.Steps = append(s.p.Steps, Step{Kind: StepAwaitRebalance})
+	return s
+}
+
 // Plan returns the plan built so far.
 func (s *Script) Plan() *Plan { return s.p }
 
