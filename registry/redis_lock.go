@@ -129,6 +129,7 @@ func (l *redisLock) Unlock(ctx context.Context) error {
 	l.unlockOnce.Do(func() {
 		close(l.stop)
 		<-l.done
+		l.markLost()
 		l.r.mu.Lock()
 		delete(l.r.locks, l)
 		l.r.mu.Unlock()

@@ -72,9 +72,10 @@ type DriverLock interface {
 	// one's. It fails with ErrLockLost if the lock had expired or been
 	// taken; calling it again returns what the first call returned.
 	Unlock(ctx context.Context) error
-	// Lost is closed when the lock can no longer be counted on: renewals
-	// failed for ttl, the stored lock is no longer this one, or the
-	// registry was closed. It is not closed by Unlock.
+	// Lost is closed once the lock is no longer held: renewals failed for
+	// ttl (it may have expired), the stored lock is no longer this one,
+	// the registry was closed, or Unlock was called. A driver stops
+	// driving when it fires.
 	Lost() <-chan struct{}
 }
 

@@ -83,8 +83,10 @@ func ctxFor(t *testing.T) context.Context {
 	return ctx
 }
 
-// step returns the config after c: Initial, Begin, Advance.
-func step(t *testing.T, c registry.Config, i int) registry.Config {
+// Next returns the config after c in a fleet's history: Initial(Doc(i))
+// for the zero Config, a change to Doc(i) for a stable one (Begin), and the
+// next phase of a change in flight (Advance).
+func Next(t *testing.T, c registry.Config, i int) registry.Config {
 	t.Helper()
 	switch {
 	case c.Epoch == 0:
@@ -147,7 +149,7 @@ func testPublishChain(t *testing.T, ns Namespace) {
 	r, _ := ns(Open{})
 	var prev registry.Config
 	for i := range 9 { // initial, then two whole changes
-		next := step(t, prev, i)
+		next := Next(t, prev, i)
 		publish(t, r, prev, next)
 		checkStored(t, r, next)
 		if err := r.Publish(ctxFor(t), prev, next); !errors.Is(err, registry.ErrConflict) {
@@ -159,7 +161,7 @@ func testPublishChain(t *testing.T, ns Namespace) {
 		t.Fatalf("after two changes the version is %s, want epoch 3 stable", prev.Version())
 	}
 	// An abort from prepare goes back to the previous document.
-	begun := step(t, prev, 100)
+	begun := Next(t, prev, 100)
 	publish(t, r, prev, begun)
 	aborted, err := begun.Abort()
 	if err != nil {
@@ -174,10 +176,10 @@ func testPublishChain(t *testing.T, ns Namespace) {
 
 func testInvalidTransition(t *testing.T, ns Namespace) {
 	r, _ := ns(Open{})
-	first := step(t, registry.Config{}, 0)
+	first := Next(t, registry.Config{}, 0)
 	publish(t, r, registry.Config{}, first)
-	migrate := step(t, step(t, first, 1), 1) // skips prepare
-	notJSON := step(t, first, 1)
+	migrate := Next(t, Next(t, first, 1), 1) // skips prepare
+	notJSON := Next(t, first, 1)
 	notJSON.Doc = json.RawMessage(`[1, 2]`)
 	for _, bad := range []registry.Config{migrate, notJSON, first} {
 		if err := r.Publish(ctxFor(t), first, bad); !errors.Is(err, registry.ErrInvalidTransition) {
@@ -201,7 +203,7 @@ func testPublishRace(t *testing.T, ns Namespace) {
 		nexts := make([]registry.Config, racers)
 		errs := make([]error, racers)
 		for i := range nexts {
-			nexts[i] = step(t, prev, round*racers+i)
+			nexts[i] = Next(t, prev, round*racers+i)
 		}
 		var wg sync.WaitGroup
 		start := make(chan struct{})
@@ -294,7 +296,7 @@ func receiveUntil(t *testing.T, ch <-chan registry.Config, last, want registry.V
 func testWatchEvery(t *testing.T, ns Namespace) {
 	pub, _ := ns(Open{})
 	w, _ := ns(Open{PollInterval: time.Hour})
-	prev := step(t, registry.Config{}, 0)
+	prev := Next(t, registry.Config{}, 0)
 	publish(t, pub, registry.Config{}, prev)
 	ch := watch(t, w)
 	if c := receive(t, ch, prev.Version()); c.Version() != prev.Version() {
@@ -303,7 +305,7 @@ func testWatchEvery(t *testing.T, ns Namespace) {
 	first := prev.Version()
 	var want []registry.Version
 	for i := range 48 {
-		next := step(t, prev, i+1)
+		next := Next(t, prev, i+1)
 		publish(t, pub, prev, next)
 		want = append(want, next.Version())
 		prev = next
@@ -320,13 +322,13 @@ func testWatchEvery(t *testing.T, ns Namespace) {
 // the watcher's poll.
 func propagation(t *testing.T, pub, w registry.Registry, how string, jitter time.Duration) {
 	const n = 50
-	prev := step(t, registry.Config{}, 0)
+	prev := Next(t, registry.Config{}, 0)
 	publish(t, pub, registry.Config{}, prev)
 	ch := watch(t, w)
 	receiveUntil(t, ch, registry.Version{}, prev.Version())
 	delays := make([]time.Duration, 0, n)
 	for i := range n {
-		next := step(t, prev, i+1)
+		next := Next(t, prev, i+1)
 		if jitter > 0 {
 			time.Sleep(rand.N(jitter))
 		}
@@ -358,7 +360,7 @@ func testWatchLossy(t *testing.T, ns Namespace) {
 
 func testWatchEnds(t *testing.T, ns Namespace) {
 	r, _ := ns(Open{})
-	publish(t, r, registry.Config{}, step(t, registry.Config{}, 0))
+	publish(t, r, registry.Config{}, Next(t, registry.Config{}, 0))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	ch, err := r.Watch(ctx)
@@ -517,6 +519,11 @@ func testLock(t *testing.T, ns Namespace) {
 
 	if err := la.Unlock(ctxFor(t)); err != nil {
 		t.Fatalf("Unlock: %v", err)
+	}
+	select {
+	case <-la.Lost():
+	case <-time.After(deadline):
+		t.Fatal("Lost not closed after Unlock")
 	}
 	if err := la.Unlock(ctxFor(t)); err != nil {
 		t.Fatalf("second Unlock: %v", err)
