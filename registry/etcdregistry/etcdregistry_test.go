@@ -59,15 +59,14 @@ func namespace(t *testing.T, endpoint string) registrytest.Namespace {
 }
 
 func TestEtcd(t *testing.T) {
-	endpoint := startEtcd(t)
+	endpoint := startEtcd(t).Endpoint()
 	registrytest.Run(t, func(t *testing.T) registrytest.Namespace { return namespace(t, endpoint) })
 }
 
 // TestWatchAfterCompaction starts a watcher whose watch needs a compacted
 // revision: it re-lists and delivers the stored config, then what follows.
 func TestWatchAfterCompaction(t *testing.T) {
-	endpoint := startEtcd(t)
-	cli := client(t, endpoint)
+	cli := client(t, startEtcd(t).Endpoint())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const prefix = "/compaction/"

@@ -73,14 +73,30 @@ func serve(spec string) {
 	os.Exit(0)
 }
 
-// startEtcd starts an etcd server for t and returns its client URL. The
-// server is stopped when t ends.
-func startEtcd(t *testing.T) string {
+// etcdServer is one etcd server of a test, at fixed addresses and data
+// directory for its life (Restart reuses them). Its methods are not safe
+// for concurrent use.
+type etcdServer struct {
+	dir, client, peer string
+	proc              *etcdProcess // nil while killed
+}
+
+type etcdProcess struct {
+	cmd    *exec.Cmd
+	stdin  io.Closer
+	exited chan struct{}
+}
+
+// startEtcd starts an etcd server for t, stopped when t ends.
+func startEtcd(t *testing.T) *etcdServer {
 	t.Helper()
+	s := &etcdServer{dir: t.TempDir()}
+	t.Cleanup(s.stop)
 	for attempt := 1; ; attempt++ {
-		endpoint, err := launch(t)
+		s.client, s.peer = freeAddr(t), freeAddr(t)
+		err := s.launch()
 		if err == nil {
-			return endpoint
+			return s
 		}
 		if attempt == portRetries || !errors.Is(err, errBind) {
 			t.Fatalf("etcd: %v", err)
@@ -88,48 +104,83 @@ func startEtcd(t *testing.T) string {
 	}
 }
 
+// Endpoint returns the server's client URL.
+func (s *etcdServer) Endpoint() string { return "http://" + s.client }
+
+// Kill sends SIGKILL and waits for the server to exit.
+func (s *etcdServer) Kill() {
+	if p := s.proc; p != nil {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		_ = p.stdin.Close()
+		s.proc = nil
+	}
+}
+
+// Restart starts a killed server again, on its addresses and its data.
+func (s *etcdServer) Restart(t *testing.T) {
+	t.Helper()
+	s.Kill()
+	var err error
+	for range 50 { // the ports may take a moment to be free again
+		if err = s.launch(); !errors.Is(err, errBind) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("etcd restart: %v", err)
+	}
+}
+
+func (s *etcdServer) stop() {
+	p := s.proc
+	if p == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	_ = p.stdin.Close()
+	s.proc = nil
+}
+
 var errBind = errors.New("address in use")
 
-func launch(t *testing.T) (string, error) {
-	client, peer := freeAddr(t), freeAddr(t)
-	dir := t.TempDir()
+func (s *etcdServer) launch() error {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), serveEnv+"="+dir+" "+client+" "+peer)
+	cmd.Env = append(os.Environ(), serveEnv+"="+s.dir+" "+s.client+" "+s.peer)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return "", err
+		return err
 	}
 	ready := make(chan struct{})
 	var stderr syncBuffer
 	cmd.Stdout = &lineWatcher{line: readyLine, seen: ready}
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
-		return "", err
+		return err
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		_ = stdin.Close()
-	}
+	p := &etcdProcess{cmd: cmd, stdin: stdin, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	s.proc = p
 	select {
 	case <-ready:
-		t.Cleanup(stop)
-		return "http://" + client, nil
-	case <-exited:
+		return nil
+	case <-p.exited:
+		s.proc = nil
+		_ = stdin.Close()
 		if strings.Contains(stderr.String(), "address already in use") {
-			return "", errBind
+			return errBind
 		}
-		return "", fmt.Errorf("etcd exited before it was ready: %s", stderr.String())
+		return fmt.Errorf("etcd exited before it was ready: %s", stderr.String())
 	case <-time.After(startTimeout):
-		stop()
-		return "", fmt.Errorf("etcd not ready within %v: %s", startTimeout, stderr.String())
+		s.Kill()
+		return fmt.Errorf("etcd not ready within %v: %s", startTimeout, stderr.String())
 	}
 }
 
