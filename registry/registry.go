@@ -105,8 +105,12 @@ var (
 
 // Defaults of Options.
 const (
+	// DefaultPollInterval is Options.PollInterval's default: what a lost
+	// Redis announcement costs at most.
 	DefaultPollInterval = 2 * time.Second
-	DefaultMemberTTL    = 10 * time.Second
+	// DefaultMemberTTL is Options.MemberTTL's default: heartbeat more
+	// often than this (every few seconds).
+	DefaultMemberTTL = 10 * time.Second
 )
 
 // Options configures a registry. The zero Options (or nil) uses the
