@@ -169,3 +169,28 @@ func TestNewRedisInvalid(t *testing.T) {
 		t.Fatalf("Heartbeat of a registry without a name: %v", err)
 	}
 }
+
+// TestRedisLockRemoved deletes a held lock behind its holder's back (an
+// operator clearing it): the holder's Lost fires at its next renewal, and
+// Unlock reports ErrLockLost.
+func TestRedisLockRemoved(t *testing.T) {
+	srv := redistest.Start(t)
+	const name = "redshard:registry:lock-removed"
+	r := openRedis(t, srv.Addr(), name, nil)
+	ctx := context.Background()
+	l, err := r.Lock(ctx, "alice", 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Client(t).Del(ctx, name+":lock").Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Lost():
+	case <-time.After(faultDeadline):
+		t.Fatal("Lost did not fire after the lock was deleted")
+	}
+	if err := l.Unlock(ctx); !errors.Is(err, registry.ErrLockLost) {
+		t.Fatalf("Unlock of a removed lock: %v, want ErrLockLost", err)
+	}
+}

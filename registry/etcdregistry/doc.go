@@ -26,8 +26,9 @@
 // Heartbeat renews its member's lease (KeepAliveOnce; a new lease once the
 // old one expired) and rewrites the member; expired members vanish with
 // their lease. Lock creates the lock key only if it does not exist, bound
-// to a lease that a concurrency.Session keeps alive; Lost is the session's
-// end.
+// to a lease that a concurrency.Session keeps alive; Lost fires when the
+// session ends (the lease expired or was revoked) or a watch sees the key
+// deleted or replaced.
 //
 // Leases count whole seconds: TTLs are rounded up, and etcd may raise a
 // short one to its minimum (about 2s with default election settings).

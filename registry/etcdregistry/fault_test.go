@@ -76,3 +76,35 @@ func TestEtcdOutage(t *testing.T) {
 		t.Fatal("nothing delivered after etcd restarted")
 	}
 }
+
+// TestEtcdLockRemoved deletes a held lock's key behind its holder's back
+// (an operator clearing it): the holder's Lost fires, and Unlock reports
+// ErrLockLost.
+func TestEtcdLockRemoved(t *testing.T) {
+	cli := client(t, startEtcd(t).Endpoint())
+	const prefix = "/lock-removed/"
+	r := etcdregistry.New(cli, prefix)
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l, err := r.Lock(ctx, "alice", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Lost():
+		t.Fatal("Lost fired while the lock was held")
+	case <-time.After(100 * time.Millisecond):
+	}
+	if _, err := cli.Delete(ctx, prefix+"lock"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Lost():
+	case <-ctx.Done():
+		t.Fatal("Lost did not fire after the lock was deleted")
+	}
+	if err := l.Unlock(ctx); !errors.Is(err, registry.ErrLockLost) {
+		t.Fatalf("Unlock of a removed lock: %v, want ErrLockLost", err)
+	}
+}

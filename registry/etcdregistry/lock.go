@@ -49,10 +49,19 @@ func (r *etcdRegistry) Lock(ctx context.Context, owner string, ttl time.Duration
 		}
 		return nil, fmt.Errorf("%w: %s is held by %q", registry.ErrLocked, r.lockKey, holder)
 	}
-	l := &etcdLock{r: r, sess: sess, rev: txn.Header.Revision}
+	wctx, stopWatch := context.WithCancel(r.ctx)
+	l := &etcdLock{
+		r: r, sess: sess, rev: txn.Header.Revision,
+		lost: make(chan struct{}), stopWatch: stopWatch, done: make(chan struct{}),
+	}
 	r.mu.Lock()
 	r.locks[l] = struct{}{}
 	r.mu.Unlock()
+	if err := r.start(func() { l.watch(wctx) }); err != nil {
+		close(l.done)
+		_ = l.Unlock(ctx)
+		return nil, err
+	}
 	return l, nil
 }
 
@@ -62,16 +71,79 @@ type etcdLock struct {
 	sess *concurrency.Session
 	rev  int64 // the lock key's CreateRevision
 
+	lost      chan struct{} // closed by markLost
+	lostOnce  sync.Once
+	stopWatch context.CancelFunc // stops watch
+	done      chan struct{}      // closed when watch has returned
+
 	once sync.Once
 	err  error // set in once
 }
 
-// Lost implements registry.DriverLock: the session ends when its lease
-// can no longer be kept alive, is revoked, or the registry closes.
-func (l *etcdLock) Lost() <-chan struct{} { return l.sess.Done() }
+// Lost implements registry.DriverLock.
+func (l *etcdLock) Lost() <-chan struct{} { return l.lost }
+
+func (l *etcdLock) markLost() { l.lostOnce.Do(func() { close(l.lost) }) }
+
+// watch marks the lock lost when its session ends (the lease expired or
+// could not be kept alive) or its key is deleted or replaced — by an
+// operator, say — until Unlock or Close. A broken watch is followed by a
+// read of the key and a new watch.
+func (l *etcdLock) watch(ctx context.Context) {
+	defer close(l.done)
+	defer l.markLost()
+	from := l.rev + 1
+	for {
+		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+		wch := l.r.cli.Watch(wctx, l.r.lockKey, clientv3.WithRev(from))
+		broken := false
+		for !broken {
+			select {
+			case <-ctx.Done():
+				cancel()
+				return
+			case <-l.sess.Done():
+				cancel()
+				return
+			case resp, ok := <-wch:
+				if !ok || resp.Canceled || resp.Err() != nil {
+					broken = true
+					break
+				}
+				for _, ev := range resp.Events {
+					if ev.Type == clientv3.EventTypeDelete || ev.Kv.CreateRevision != l.rev {
+						cancel()
+						return
+					}
+					from = ev.Kv.ModRevision + 1
+				}
+			}
+		}
+		cancel()
+		for {
+			resp, err := l.r.cli.Get(ctx, l.r.lockKey)
+			if err == nil {
+				if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != l.rev {
+					return
+				}
+				from = resp.Header.Revision + 1
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-l.sess.Done():
+				return
+			case <-time.After(l.r.opt.PollInterval):
+			}
+		}
+	}
+}
 
 func (l *etcdLock) Unlock(ctx context.Context) error {
 	l.once.Do(func() {
+		l.stopWatch()
+		<-l.done
 		l.r.mu.Lock()
 		delete(l.r.locks, l)
 		l.r.mu.Unlock()
