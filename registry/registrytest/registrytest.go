@@ -355,7 +355,7 @@ func testWatchLossy(t *testing.T, ns Namespace) {
 	const poll = 50 * time.Millisecond
 	pub, _ := ns(Open{Lossy: true})
 	w, _ := ns(Open{Lossy: true, PollInterval: poll})
-	propagation(t, pub, w, fmt.Sprintf("announcements lost, poll every %v", poll), poll)
+	propagation(t, pub, w, fmt.Sprintf("announcements lost (Redis: poll every %v; etcd: re-list after every watch response)", poll), poll)
 }
 
 func testWatchEnds(t *testing.T, ns Namespace) {
