@@ -1,0 +1,67 @@
+package registry
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Member is one live process of a fleet as it reports itself with
+// Heartbeat: who it is and which config version it has acknowledged (it
+// routes by it and has done what its phase asks).
+type Member struct {
+	// ID names the process uniquely in the fleet (for example
+	// host/pid/start time); it is the key of its entry.
+	ID   string `json:"id"`
+	Host string `json:"host,omitempty"`
+	PID  int    `json:"pid,omitempty"`
+	// Epoch and Phase are the version the process has acknowledged.
+	Epoch uint64 `json:"epoch"`
+	Phase Phase  `json:"phase,omitempty"`
+	// Fenced says the process refuses keys a change could move, because
+	// it lost the registry for longer than its lease (DESIGN.md semantics
+	// 10), until it has caught up.
+	Fenced bool `json:"fenced,omitempty"`
+	// Started is when the process started; informational.
+	Started time.Time `json:"started,omitzero"`
+	// Seen is set by Heartbeat to the heartbeating process's clock (UTC).
+	// Expiry does not depend on it: the registry's own clock does that.
+	Seen time.Time `json:"seen,omitzero"`
+}
+
+// Version returns the version m has acknowledged.
+func (m Member) Version() Version { return Version{m.Epoch, m.Phase} }
+
+// Acked returns the members of members that have not acknowledged v: those
+// whose version is before it (a member ahead of v has acknowledged it too).
+// A driver advances a change to its next phase only when Acked(Members(),
+// current) is empty, so that no two live processes are more than one phase
+// apart. The result keeps the order of members; it is nil when every
+// member is up to date.
+func Acked(members []Member, v Version) (late []Member) {
+	for _, m := range members {
+		if m.Version().Less(v) {
+			late = append(late, m)
+		}
+	}
+	return late
+}
+
+// EncodeMember stamps m.Seen with now and returns it as the registry stores
+// it. It fails with ErrInvalidArgument for an empty ID.
+func EncodeMember(m Member) ([]byte, error) {
+	if m.ID == "" {
+		return nil, fmt.Errorf("%w: empty member id", ErrInvalidArgument)
+	}
+	m.Seen = now()
+	return json.Marshal(m)
+}
+
+// DecodeMember parses a member stored by EncodeMember.
+func DecodeMember(data []byte) (Member, error) {
+	var m Member
+	if err := json.Unmarshal(data, &m); err != nil {
+		return Member{}, fmt.Errorf("registry: stored member: %w", err)
+	}
+	return m, nil
+}

@@ -1,0 +1,272 @@
+package registry
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// redisRegistry is the Redis Registry. Its mutable state is guarded by mu;
+// everything else is set once by newRedis.
+type redisRegistry struct {
+	rdb  redis.UniversalClient
+	name string
+	opt  Options
+	err  error // a construction error every method returns
+
+	configKey, membersKey, memberDocsKey, lockKey string
+	channel                                       string // watchers subscribe here
+	announce                                      string // Publish announces here: channel, except in tests that lose announcements
+
+	ctx    context.Context // done when the registry is closed
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // watchers and lock renewers
+
+	mu     sync.Mutex // guards closed, locks
+	closed bool
+	locks  map[*redisLock]struct{}
+}
+
+// NewRedis returns a Registry kept on the Redis server rdb reaches, under
+// keys that start with name (see the package documentation for the layout),
+// with the default Options. rdb stays the caller's: Close does not close
+// it. With a nil rdb or an empty name every method of the registry fails
+// with ErrInvalidOptions; NewRedisOptions reports that at once.
+func NewRedis(rdb redis.UniversalClient, name string) Registry {
+	r, _ := newRedis(rdb, name, nil)
+	return r
+}
+
+// NewRedisOptions is NewRedis with Options (nil: the defaults). It fails
+// with ErrInvalidOptions for a nil rdb, an empty name or invalid options.
+func NewRedisOptions(rdb redis.UniversalClient, name string, opt *Options) (Registry, error) {
+	r, err := newRedis(rdb, name, opt)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func newRedis(rdb redis.UniversalClient, name string, opt *Options) (*redisRegistry, error) {
+	o, err := opt.WithDefaults()
+	switch {
+	case err != nil:
+	case rdb == nil:
+		err = fmt.Errorf("%w: nil Redis client", ErrInvalidOptions)
+	case name == "":
+		err = fmt.Errorf("%w: empty registry name", ErrInvalidOptions)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &redisRegistry{
+		rdb: rdb, name: name, opt: o, err: err,
+		configKey:     name + ":config",
+		membersKey:    name + ":members",
+		memberDocsKey: name + ":member",
+		lockKey:       name + ":lock",
+		channel:       name + ":announce",
+		announce:      name + ":announce",
+		ctx:           ctx, cancel: cancel,
+		locks: map[*redisLock]struct{}{},
+	}
+	return r, err
+}
+
+// check returns the error every method fails with, if any.
+func (r *redisRegistry) check() error {
+	if r.err != nil {
+		return r.err
+	}
+	if r.ctx.Err() != nil {
+		return ErrClosed
+	}
+	return nil
+}
+
+// clock is the prologue of the scripts that read the server's clock: now
+// is the server's time in milliseconds. Expiry uses the server's clock
+// only, so processes' clocks may disagree. (replicate_commands lets a
+// script write after TIME on Redis before 5; later it is a no-op.)
+const clock = `
+if redis.replicate_commands then redis.replicate_commands() end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`
+
+// publishScript is Publish's compare-and-set and announcement, atomic on
+// the server. KEYS[1] config hash. ARGV: prev epoch, prev phase, next
+// epoch, next phase, next config (JSON), channel. Returns "OK", or the
+// stored {epoch, phase} on a conflict.
+var publishScript = redis.NewScript(`
+local cur = redis.call('HMGET', KEYS[1], 'epoch', 'phase')
+local e, p = cur[1] or '0', cur[2] or ''
+if e ~= ARGV[1] or p ~= ARGV[2] then return {e, p} end
+redis.call('HSET', KEYS[1], 'epoch', ARGV[3], 'phase', ARGV[4], 'config', ARGV[5])
+redis.call('PUBLISH', ARGV[6], ARGV[5])
+return 'OK'
+`)
+
+// prune drops expired members; it follows clock. KEYS[1] members zset,
+// KEYS[2] member documents hash.
+const prune = `
+local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+for i = 1, #gone do redis.call('HDEL', KEYS[2], gone[i]) end
+if #gone > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now) end
+`
+
+// heartbeatScript: ARGV id, member JSON, ttl ms.
+var heartbeatScript = redis.NewScript(clock + prune + `
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+return 1
+`)
+
+// membersScript returns the documents of the live members.
+var membersScript = redis.NewScript(clock + prune + `
+local ids = redis.call('ZRANGE', KEYS[1], 0, -1)
+local docs = {}
+for i = 1, #ids do
+  local d = redis.call('HGET', KEYS[2], ids[i])
+  if d then docs[#docs + 1] = d end
+end
+return docs
+`)
+
+// leaveScript: ARGV id.
+var leaveScript = redis.NewScript(`
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+return 1
+`)
+
+func (r *redisRegistry) Get(ctx context.Context) (Config, error) {
+	if err := r.check(); err != nil {
+		return Config{}, err
+	}
+	data, err := r.rdb.HGet(ctx, r.configKey, "config").Bytes()
+	if err == redis.Nil {
+		return Config{}, nil
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("registry: get %s: %w", r.configKey, err)
+	}
+	return DecodeConfig(data)
+}
+
+func (r *redisRegistry) Publish(ctx context.Context, prev, next Config) error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	if err := CheckTransition(prev, next); err != nil {
+		return err
+	}
+	data, err := next.Encode()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidTransition, err)
+	}
+	res, err := publishScript.Run(ctx, r.rdb, []string{r.configKey},
+		prev.Epoch, string(prev.Phase), next.Epoch, string(next.Phase), data, r.announce).Result()
+	if err != nil {
+		return fmt.Errorf("registry: publish %s to %s: %w", next.Version(), r.configKey, err)
+	}
+	if cur, ok := res.([]any); ok && len(cur) == 2 {
+		return fmt.Errorf("%w: publish %s from %s: stored is epoch %v %v", ErrConflict, next.Version(), prev.Version(), cur[0], cur[1])
+	}
+	return nil
+}
+
+func (r *redisRegistry) Heartbeat(ctx context.Context, m Member) error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	data, err := EncodeMember(m)
+	if err != nil {
+		return err
+	}
+	err = heartbeatScript.Run(ctx, r.rdb, []string{r.membersKey, r.memberDocsKey},
+		m.ID, data, r.opt.MemberTTL.Milliseconds()).Err()
+	if err != nil {
+		return fmt.Errorf("registry: heartbeat of %s: %w", m.ID, err)
+	}
+	return nil
+}
+
+func (r *redisRegistry) Leave(ctx context.Context, id string) error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	if err := leaveScript.Run(ctx, r.rdb, []string{r.membersKey, r.memberDocsKey}, id).Err(); err != nil {
+		return fmt.Errorf("registry: leave of %s: %w", id, err)
+	}
+	return nil
+}
+
+func (r *redisRegistry) Members(ctx context.Context) ([]Member, error) {
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	docs, err := membersScript.Run(ctx, r.rdb, []string{r.membersKey, r.memberDocsKey}).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("registry: members of %s: %w", r.name, err)
+	}
+	ms := make([]Member, 0, len(docs))
+	for _, d := range docs {
+		m, err := DecodeMember([]byte(d))
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, m)
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].ID < ms[j].ID })
+	return ms, nil
+}
+
+// Close implements Registry.
+func (r *redisRegistry) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	locks := make([]*redisLock, 0, len(r.locks))
+	for l := range r.locks {
+		locks = append(locks, l)
+	}
+	r.mu.Unlock()
+
+	r.cancel()
+	r.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	for _, l := range locks {
+		_ = l.Unlock(ctx) // best effort: otherwise the lock expires
+	}
+	return nil
+}
+
+// start runs f in a goroutine owned by the registry, unless it is closed.
+func (r *redisRegistry) start(f func()) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		f()
+	}()
+	return nil
+}
+
+func randomToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
