@@ -131,12 +131,14 @@ return 0`)
 
 	// casDelete deletes a key only if it still holds the serialized value
 	// that was taken, so a write that reached the old owner meanwhile is
-	// not lost.
+	// not lost. It returns 1 when it deleted the key, 0 when the key is
+	// gone (another mover released it), -1 when the key holds another
+	// value.
 	casDelete = redis.NewScript(`
-if redis.call('DUMP', KEYS[1]) == ARGV[1] then
-	return redis.call('DEL', KEYS[1])
-end
-return 0`)
+local d = redis.call('DUMP', KEYS[1])
+if not d then return 0 end
+if d == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return -1`)
 )
 
 // migration is what happened to one key.
@@ -228,9 +230,10 @@ func moveKeys(ctx context.Context, from *redis.Client, keys []string, settled st
 		case err != nil:
 			res[i].err = fmt.Errorf("release %q on its previous owner: %w", keys[i], err)
 			res[i].moved = false
-		case n == 0 && res[i].moved:
+		case n < 0 && res[i].moved:
 			// P's copy changed after the take: a write reached the old
-			// owner during the change. Keep it, and say so.
+			// owner during the change. Keep it, and say so. (Gone, 0, is
+			// fine: another mover of the key released it.)
 			res[i].err = fmt.Errorf("release %q: the previous owner's copy changed during the move; it was kept there", keys[i])
 			res[i].moved = false
 		}

@@ -352,16 +352,25 @@ func (r *runner) runHeld(s Step) {
 		defer close(ho.done)
 		r.exec(ctx, c, client, op)
 	})
-	select {
-	case <-ho.h.arrived:
-		r.res.Paused++
-		r.rec.event("%v paused op#%d %v on %s", s.Hold, op.N, op, ho.h.shard)
-		if s.Hold.OnProgress > 0 {
-			r.progress = append(r.progress, ho)
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ho.h.arrived:
+			r.res.Paused++
+			r.rec.event("%v paused op#%d %v on %s", s.Hold, op.N, op, ho.h.shard)
+			if s.Hold.OnProgress > 0 {
+				r.progress = append(r.progress, ho)
+			}
+			return
+		case <-ho.done:
+			ho.h.open()
+			return
+		case <-r.ctx.Done():
+			return
+		case <-t.C: // it waits for another hold (a change waits for the old ring): see wait
+			r.releaseStalled()
 		}
-	case <-ho.done:
-		ho.h.open()
-	case <-r.ctx.Done():
 	}
 }
 
@@ -455,9 +464,24 @@ func (r *runner) awaitRebalance() {
 	case run.complete:
 		// Every key has moved: the other clients finish the change too (a
 		// Rebalance that finds nothing to move).
-		for _, c := range r.clients[1:] {
-			_, _ = c.Rebalance(r.ctx, redshard.RebalanceOptions{BatchSize: r.p.BatchSize})
-		}
+		r.finishOthers()
+	}
+}
+
+// finishOthers has every client but the first finish the change with a
+// Rebalance (one that finds nothing to move); each waits for its own
+// commands of the old ring, held ones included, so the scheduler waits
+// with wait.
+func (r *runner) finishOthers() {
+	for _, c := range r.clients[1:] {
+		done := make(chan struct{})
+		r.wg.Go(func() {
+			defer close(done)
+			if rep, err := c.Rebalance(r.ctx, redshard.RebalanceOptions{BatchSize: r.p.BatchSize}); err != nil || rep.Moved != 0 {
+				r.rec.event("another client's Rebalance: moved %d, err %v", rep.Moved, err)
+			}
+		})
+		r.wait(done)
 	}
 }
 
@@ -649,11 +673,7 @@ func (r *runner) finish() {
 	if !complete {
 		r.res.fail("rebalance", "", "the final Rebalance did not complete in 3 runs")
 	}
-	for _, c := range r.clients[1:] { // they finish the change too
-		if rep, err := c.Rebalance(r.ctx, redshard.RebalanceOptions{BatchSize: r.p.BatchSize}); err != nil || rep.Moved != 0 {
-			r.rec.event("another client's final Rebalance: moved %d, err %v", rep.Moved, err)
-		}
-	}
+	r.finishOthers() // they finish the change too
 	// The final reads, through every client, after everything returned.
 	for ci, c := range r.clients {
 		for _, k := range r.p.Keys {
