@@ -29,7 +29,7 @@ import (
 // same sequence but may interleave differently (see package modelcheck).
 var (
 	modelSeed  = flag.Uint64("model.seed", 0, "run only this seed (0: seeds 1..-model.seeds)")
-	modelSeeds = flag.Int("model.seeds", 0, "seeds per scenario (default 40, 8 with -short)")
+	modelSeeds = flag.Int("model.seeds", 0, "seeds per scenario (default 12, 4 with -short)")
 	modelOps   = flag.Int("model.ops", 200, "operations per history")
 	modelAll   = flag.Bool("model.all", false, "also run the scenarios known to fail")
 	modelPrint = flag.Int("model.print", 3, "failing seeds per scenario whose histories are printed")
@@ -42,7 +42,7 @@ func TestModel(t *testing.T) {
 				t.Skip(sc.Known + " (-model.all runs it)")
 			}
 			modelcheck.RunSeeds(t, modelcheck.SeedOptions{
-				Scenario: sc, Seeds: modelSeedList(40, 8), Ops: *modelOps,
+				Scenario: sc, Seeds: modelSeedList(12, 4), Ops: *modelOps,
 				Servers: miniServers, Printed: *modelPrint, Verbose: *modelSeed != 0 && testing.Verbose(),
 			})
 		})

@@ -26,7 +26,7 @@ import (
 // after an unknown flag to the test binary.)
 var (
 	modelSeed  = flag.Uint64("model.seed", 0, "run only this seed (0: seeds 1..-model.seeds)")
-	modelSeeds = flag.Int("model.seeds", 0, "seeds per scenario (default 4, 1 with -short)")
+	modelSeeds = flag.Int("model.seeds", 0, "seeds per scenario (default 2, 1 with -short)")
 	modelOps   = flag.Int("model.ops", 200, "operations per history")
 	modelAll   = flag.Bool("model.all", false, "also run the scenarios known to fail")
 	modelPrint = flag.Int("model.print", 3, "failing seeds per scenario whose histories are printed")
@@ -39,7 +39,7 @@ func TestModel(t *testing.T) {
 				t.Skip(sc.Known + " (-model.all runs it)")
 			}
 			modelcheck.RunSeeds(t, modelcheck.SeedOptions{
-				Scenario: sc, Seeds: modelSeedList(4, 1), Ops: *modelOps,
+				Scenario: sc, Seeds: modelSeedList(2, 1), Ops: *modelOps,
 				Servers: redisServers, NewClient: newModelClient, Printed: *modelPrint, Verbose: *modelSeed != 0 && testing.Verbose(),
 			})
 		})

@@ -431,12 +431,22 @@ func (r *runner) startRebalance(s Step) {
 		r.rec.event("Rebalance ends: moved %d, failed %d, misplaced %d, err %v", rep.Moved, rep.Failed, rep.Misplaced, err)
 	})
 	if run.hold != nil {
-		select {
-		case <-run.hold.h.arrived:
-			r.res.Paused++
-			r.rec.event("%v paused Rebalance on %s at %s", s.Hold, run.hold.h.shard, run.hold.h.key)
-		case <-run.done:
-		case <-r.ctx.Done():
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+	wait:
+		for {
+			select {
+			case <-run.hold.h.arrived:
+				r.res.Paused++
+				r.rec.event("%v paused Rebalance on %s at %s", s.Hold, run.hold.h.shard, run.hold.h.key)
+				break wait
+			case <-run.done:
+				break wait
+			case <-r.ctx.Done():
+				break wait
+			case <-t.C: // its first move waits for the old ring's commands: see wait
+				r.releaseStalled()
+			}
 		}
 	}
 	r.rb = run

@@ -25,35 +25,35 @@ var Scenarios = []Scenario{
 	{Name: "reweight-quiet", Changes: []Change{Reweight}, Rebalance: true, CancelRebalance: true, QuietRebalance: true, QuietChanges: true},
 	{Name: "rollback-quiet", Changes: []Change{AddShard, RemoveShard, Reweight, Rollback}, Rebalance: true, CancelRebalance: true, QuietRebalance: true, QuietChanges: true},
 
-	// Known to fail.
+	// Written to catch failures of an earlier protocol (Guards), all fixed.
 	{Name: "two-clients-quiet", Changes: []Change{AddShard, RemoveShard, Reweight}, Rebalance: true, CancelRebalance: true, QuietRebalance: true, Clients: 2,
-		Known: deleteUndone + " — seed 137 (another client's handoff)"},
+		Guards: deleteUndone + " — seed 137 (another client's handoff)"},
 	{Name: "rename", Changes: []Change{RenameShard}, Rebalance: true, QuietRebalance: true, QuietChanges: true,
-		Known: "known failure: renaming a shard at the same address deletes its keys (the move RESTOREs onto the same server, BUSYKEY counts as done, then the compare-and-delete removes the only copy) — seed 5 -model.ops 30"},
+		Guards: "renaming a shard at the same address deletes its keys (the move RESTOREs onto the same server, BUSYKEY counts as done, then the compare-and-delete removes the only copy) — seed 5 -model.ops 30"},
 	{Name: "readdress", Changes: []Change{Readdress}, Rebalance: true, QuietRebalance: true, QuietChanges: true,
-		Known: "known failure: a shard moved to a new address under the same name is neither handed off nor rebalanced: its keys read as missing and stay on the old server — seed 5 -model.ops 30"},
+		Guards: "a shard moved to a new address under the same name is neither handed off nor rebalanced: its keys read as missing and stay on the old server — seed 5 -model.ops 30"},
 	{Name: "held", Changes: []Change{AddShard, RemoveShard, Reweight, Rollback}, Rebalance: true, CancelRebalance: true, QuietRebalance: true, QuietChanges: true, Holds: true,
-		Known: inFlight + " — seed 87 -model.ops 30"},
+		Guards: inFlight + " — seed 87 -model.ops 30"},
 	{Name: "two-clients", Changes: []Change{AddShard, RemoveShard, Reweight}, Rebalance: true, QuietRebalance: true, Holds: true, Clients: 2,
-		Known: inFlight + " — seed 96 -model.ops 30"},
+		Guards: inFlight + " — seed 96 -model.ops 30"},
 	{Name: "add-remove", Changes: []Change{AddShard, RemoveShard}, Rebalance: true,
-		Known: deleteUndone + " — seed 13; and " + inFlight + " — seed 5"},
+		Guards: deleteUndone + " — seed 13; and " + inFlight + " — seed 5"},
 	{Name: "reweight", Changes: []Change{Reweight}, Rebalance: true, CancelRebalance: true,
-		Known: inFlight + " — seed 88"},
+		Guards: inFlight + " — seed 88"},
 	{Name: "rollback", Changes: []Change{AddShard, RemoveShard, Reweight, Rollback}, Rebalance: true, CancelRebalance: true,
-		Known: deleteUndone + " — seed 9"},
+		Guards: deleteUndone + " — seed 9"},
 	{Name: "held-rebalance", Changes: []Change{AddShard, RemoveShard, Reweight}, Rebalance: true, HoldRebalance: true,
-		Known: deleteUndone + " — seed 7"},
+		Guards: deleteUndone + " — seed 7"},
 	{Name: "faults", Changes: []Change{AddShard, RemoveShard}, Rebalance: true, QuietRebalance: true, QuietChanges: true, Faults: true,
-		Known: "known failure: a handoff whose previous owner is unreachable goes on as if the key were absent there (a DEL answers 0, a GET nil, and the old value can come back) — seed 50"},
+		Guards: "a handoff whose previous owner is unreachable goes on as if the key were absent there (a DEL answers 0, a GET nil, and the old value can come back) — seed 50"},
 	{Name: "everything", Changes: []Change{AddShard, RemoveShard, RenameShard, Readdress, Reweight, Rollback},
 		Rebalance: true, CancelRebalance: true, Holds: true, HoldRebalance: true, Faults: true,
-		Known: "known failure: every failure above, mixed — seed 1"},
+		Guards: "every failure above, mixed — seed 1"},
 }
 
 const (
-	deleteUndone = "known failure: a DEL, GETDEL or EXPIRE on the new owner is undone by a move of the key (Rebalance, or another client's handoff) whose DUMP was taken before it: its RESTORE brings the deleted key back"
-	inFlight     = "known failure: a command in flight to the old owner when SetShards runs reaches it after the key moved: an acknowledged SET stays behind on the old server (lost), a GET answers nil"
+	deleteUndone = "a DEL, GETDEL or EXPIRE on the new owner is undone by a move of the key (Rebalance, or another client's handoff) whose DUMP was taken before it: its RESTORE brings the deleted key back"
+	inFlight     = "a command in flight to the old owner when SetShards runs reaches it after the key moved: an acknowledged SET stays behind on the old server (lost), a GET answers nil"
 )
 
 // SeedList returns []uint64{one} when one is set, else seeds 1..n.
