@@ -523,3 +523,68 @@ func TestStraysLeftUnlessAsked(t *testing.T) {
 		t.Fatalf("%s on %v", k, where[k])
 	}
 }
+
+// TestFailoverWriteDuringCleanupNotHidden: with failover on, a write made
+// while a returning shard's outage was being cleaned was hidden by the
+// shard's pre-outage value. The cleanup is held on a stand-in's DEL while
+// the write is made.
+func TestFailoverWriteDuringCleanupNotHidden(t *testing.T) {
+	cl := &cluster{mini: map[string]*miniredis.Miniredis{}}
+	for i := range 3 {
+		m := miniredis.RunT(t)
+		name := fmt.Sprintf("shard-%d", i)
+		cl.mini[name] = m
+		cl.shards = append(cl.shards, redshard.Shard{Name: name, Addr: m.Addr()})
+	}
+	events := make(chan redshard.ShardStateChange, 16)
+	c, err := redshard.NewClient(&redshard.Options{Shards: cl.shards, Health: &redshard.HealthOptions{
+		Interval: 10 * time.Millisecond, Timeout: 50 * time.Millisecond, Failover: true, GutterTTL: time.Minute,
+		OnShardStateChange: func(e redshard.ShardStateChange) { events <- e }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cl.c = c
+	await := func(down bool) {
+		for e := range events {
+			if e.Shard == "shard-0" && e.Down == down {
+				return
+			}
+		}
+	}
+	keys := cl.keysOn(t, "shard-0", "k", 2)
+	k1, k2 := keys[0], keys[1]
+	for _, k := range keys {
+		if err := c.Set(ctx, k, "old", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl.mini["shard-0"].Close()
+	await(true)
+	if err := c.Set(ctx, k1, "new1", 0).Err(); err != nil { // to k1's stand-in, recorded
+		t.Fatal(err)
+	}
+	standIn := ""
+	for name, m := range cl.mini {
+		if name != "shard-0" && m.Exists(k1) {
+			standIn = name
+		}
+	}
+	g := newGate(func(_ context.Context, cmds []redis.Cmder) bool { return cmds[0].Name() == "del" })
+	hookOn(c, standIn, g)
+	if err := cl.mini["shard-0"].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	<-g.arrived // the cleanup is deleting k1 on its stand-in; shard-0 is still down
+	if err := c.Set(ctx, k2, "new2", 0).Err(); err != nil {
+		t.Fatalf("SET %s during the cleanup: %v", k2, err)
+	}
+	close(g.release)
+	await(false)
+	if v, err := c.Get(ctx, k2).Result(); v == "old" {
+		t.Fatalf("GET %s = %q, %v: the returning shard's old value hides the write made during its cleanup", k2, v, err)
+	}
+	if v := c.Get(ctx, k1).Val(); v == "old" {
+		t.Fatalf("GET %s = %q: the returning shard's old value came back", k1, v)
+	}
+}
