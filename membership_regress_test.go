@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -586,5 +587,44 @@ func TestFailoverWriteDuringCleanupNotHidden(t *testing.T) {
 	}
 	if v := c.Get(ctx, k1).Val(); v == "old" {
 		t.Fatalf("GET %s = %q: the returning shard's old value came back", k1, v)
+	}
+}
+
+// TestCloseWaitsForHandoff: Close returned while a handoff flight still
+// ran. Here the flight is held on its take; Close returns only after it.
+func TestCloseWaitsForHandoff(t *testing.T) {
+	cl := newCluster(t, 1, 1)
+	c, err := redshard.NewClient(&redshard.Options{Shards: cl.shards, Health: &redshard.HealthOptions{Disable: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	preload(t, c, 300)
+	list := cl.addShard(t, "shard-new", 1)
+	g := newGate(func(_ context.Context, cmds []redis.Cmder) bool { return cmds[0].Name() == "evalsha" })
+	for _, s := range cl.shards[:2] {
+		hookOn(c, s.Name, g)
+	}
+	if err := c.SetShards(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	k := ""
+	for i := 0; k == ""; i++ {
+		if key := fmt.Sprintf("key:%d", i); func() bool { s, _ := c.ShardFor(key); return s == "shard-new" }() {
+			k = key
+		}
+	}
+	go c.Get(context.Background(), k) // its handoff's take is held
+	<-g.arrived
+	var released atomic.Bool
+	go func() {
+		time.Sleep(20 * time.Millisecond) // Close has had time to return, if it did not wait
+		released.Store(true)
+		close(g.release)
+	}()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !released.Load() {
+		t.Fatal("Close returned while a handoff flight was still running")
 	}
 }
