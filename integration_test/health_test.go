@@ -234,19 +234,26 @@ func TestFailoverNeverServesValuesOverwrittenDuringOutage(t *testing.T) {
 	}
 }
 
+// startServers starts n redis-servers, shard-0 .. shard-(n-1).
+func startServers(t *testing.T, n int) ([]redshard.Shard, []*redistest.Server) {
+	t.Helper()
+	var shards []redshard.Shard
+	var servers []*redistest.Server
+	for i := range n {
+		s := redistest.Start(t)
+		servers = append(servers, s)
+		shards = append(shards, redshard.Shard{Name: fmt.Sprintf("shard-%d", i), Addr: s.Addr()})
+	}
+	return shards, servers
+}
+
 // TestFrozenShardReleasesWaitingCommands: commands already waiting on a
 // frozen shard fail with ErrShardDown as soon as it is marked down, not
 // after ReadTimeout × retries (here 20 s × 3), and default heartbeat
 // settings detect the freeze. The time it took is logged, not asserted.
 func TestFrozenShardReleasesWaitingCommands(t *testing.T) {
 	ctx := context.Background()
-	var shards []redshard.Shard
-	var servers []*redistest.Server
-	for i := range 3 {
-		s := redistest.Start(t)
-		servers = append(servers, s)
-		shards = append(shards, redshard.Shard{Name: fmt.Sprintf("shard-%d", i), Addr: s.Addr()})
-	}
+	shards, servers := startServers(t, 3)
 	events := make(chan redshard.ShardStateChange, 16)
 	c, err := redshard.NewClient(&redshard.Options{
 		Shards:       shards,
@@ -301,13 +308,7 @@ func TestFrozenShardReleasesWaitingCommands(t *testing.T) {
 // ErrShardDown.
 func TestFrozenShardDefaultSettingsThroughput(t *testing.T) {
 	ctx := context.Background()
-	var shards []redshard.Shard
-	var servers []*redistest.Server
-	for i := range 4 {
-		s := redistest.Start(t)
-		servers = append(servers, s)
-		shards = append(shards, redshard.Shard{Name: fmt.Sprintf("shard-%d", i), Addr: s.Addr()})
-	}
+	shards, servers := startServers(t, 4)
 	events := make(chan redshard.ShardStateChange, 16)
 	c, err := redshard.NewClient(&redshard.Options{
 		Shards: shards,
