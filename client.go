@@ -40,6 +40,8 @@ type Client struct {
 	shardHooks atomic.Pointer[[]shardHook]  // AddHook/AddShardHook factories, for new shard clients
 	cmdHooks   atomic.Pointer[commandChain] // AddCommandHook chain; nil: none
 
+	timeoutsUsed atomic.Bool // WithTimeout has been called (see timeoutHook)
+
 	mu       sync.Mutex               // guards retiring; serialises topology changes and hook additions
 	retiring map[*retirement]struct{} // removed shards' backends, closed after a grace period
 

@@ -61,8 +61,9 @@ const (
 func (c *Client) newBackend(s Shard) *backend {
 	b := &backend{c: c, shard: s, id: s.identity()}
 	b.client = c.dial(s, connCommand, nil, timeoutHook{b})
-	// Outermost, so that it sees every error: a command cut off because
-	// the shard was marked down fails with the shard's ErrShardDown.
+	// Below the hooks added so far (shard hooks added later sit below it):
+	// the hooks above it see a command cut off by markDown fail with the
+	// shard's ErrShardDown.
 	b.client.AddHook(failFast{b})
 	return b
 }
@@ -77,7 +78,7 @@ func (b *backend) markDown(as Shard, cause error) {
 	b.conns.closeAll()
 }
 
-// failFast is the first hook of a backend's command client: it tracks the
+// failFast is a hook of every backend's command client: it tracks the
 // client's connections so that markDown can sever them, and reports the
 // errors of commands cut off that way as the shard's ErrShardDown. A
 // severed connection's reads and writes fail with errSevered, which

@@ -20,6 +20,7 @@ import (
 // commands on the shards' command connections; redshard's own reads (hot-key
 // shared reads, handoffs) keep the shards' options.
 func (c *Client) WithTimeout(timeout time.Duration) *redis.Client {
+	c.timeoutsUsed.Store(true)
 	return newFront(timeoutRoute{c: c, timeout: timeout})
 }
 
@@ -58,8 +59,15 @@ type timeoutHook struct{ b *backend }
 
 func (h timeoutHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
+// The context lookup walks the caller's context chain, so it is made only
+// once WithTimeout has been called (timeoutsUsed): a client that never
+// uses it pays one atomic load per command.
+
 func (h timeoutHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !h.b.c.timeoutsUsed.Load() {
+			return next(ctx, cmd)
+		}
 		if d, ok := ctx.Value(timeoutKey{}).(time.Duration); ok {
 			return h.b.withTimeout(d).Process(ctx, cmd)
 		}
@@ -69,6 +77,9 @@ func (h timeoutHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (h timeoutHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !h.b.c.timeoutsUsed.Load() {
+			return next(ctx, cmds)
+		}
 		d, ok := ctx.Value(timeoutKey{}).(time.Duration)
 		if !ok {
 			return next(ctx, cmds)
