@@ -53,12 +53,11 @@ type inflight struct{ n, blocking atomic.Int64 }
 // has already seen settled.
 type handoff struct {
 	from    *topology
-	id      string // the same in every process that makes the same change
-	settled string // name of the change's settled set on each new owner
+	settled string // name of the change's settled set on each new owner: settledPrefix + changeID
 
 	group singleflight.Group // keyed by key, run by Client.flights
 
-	drainOnce sync.Mutex // serialises the wait for the previous ring's commands
+	drainTurn chan struct{} // a token: one waiter at a time for the previous ring's commands
 	drained   atomic.Bool
 
 	// movers counts the moves running in this process; Rebalance waits for
@@ -184,8 +183,7 @@ func (c *Client) SetShards(ctx context.Context, shards []Shard) error {
 			top.orphans = append(top.orphans, s)
 		}
 	}
-	id := changeID(old, top)
-	top.handoff = &handoff{from: old, id: id, settled: settledPrefix + id}
+	top.handoff = &handoff{from: old, settled: settledPrefix + changeID(old, top), drainTurn: make(chan struct{}, 1)}
 	c.top.Store(top)
 	return nil
 }
@@ -332,8 +330,12 @@ func (c *Client) awaitDrain(ctx context.Context, h *handoff) error {
 	if h.drained.Load() {
 		return nil
 	}
-	h.drainOnce.Lock()
-	defer h.drainOnce.Unlock()
+	select { // wait for the turn as for the drain: until ctx ends
+	case h.drainTurn <- struct{}{}:
+		defer func() { <-h.drainTurn }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	start := time.Now()
 	for !h.drained.Load() {
 		f := h.from.flight

@@ -79,6 +79,9 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 	if err != nil {
 		return err
 	}
+	if info.Name == "randomkey" {
+		return top.randomKey(ctx, cmd)
+	}
 	rt, err := top.plan(ctx, cmd, info, keys)
 	if err != nil {
 		return err
@@ -87,9 +90,6 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 		if err := c.handOff(ctx, top, cmd.Args(), keys); err != nil {
 			return err
 		}
-	}
-	if info.Name == "randomkey" {
-		return top.randomKey(ctx, cmd)
 	}
 	if top.handoff != nil && info.Class == command.Fanout && (info.Name == "flushdb" || info.Name == "flushall") {
 		return c.flushDuringChange(ctx, top, cmd, rt)
