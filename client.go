@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/redshard/redshard/registry"
 	"github.com/redshard/redshard/ring"
 )
 
@@ -45,7 +46,8 @@ type Client struct {
 	mu       sync.Mutex               // guards retiring; serialises topology changes and hook additions
 	retiring map[*retirement]struct{} // removed shards' backends, closed after a grace period
 
-	flights *flights // shared calls (hot reads, handoffs, loads), cancelled and awaited by Close
+	fleet   *follower // nil unless Options.Registry
+	flights *flights  // shared calls (hot reads, handoffs, loads), cancelled and awaited by Close
 	hot     *hotPath // nil when Options.HotKeys is nil
 	monitor *monitor // nil when health checks are off
 	stats   counters
@@ -74,6 +76,22 @@ type topology struct {
 	// flight counts the commands running on this epoch's ring; the first
 	// move of the next change waits for it to reach zero.
 	flight *inflight
+
+	// hold, in a fleet's Prepare phase, holds the commands on keys the
+	// next ring moves (fleet.go); fence, while a fleet's process has lost
+	// its registry, refuses those a change may move.
+	hold  *hold
+	fence *fence
+
+	// guarded is set (seal) when commands must send their keys through
+	// handOff: a change to hand off, a hold or a fence.
+	guarded bool
+}
+
+// seal computes t's derived fields before it is published.
+func (t *topology) seal() *topology {
+	t.guarded = t.handoff != nil && !t.handoff.committed.Load() || t.hold != nil || t.fence != nil
+	return t
 }
 
 // shard is one shard of a topology: its configuration (which may differ
@@ -102,16 +120,49 @@ func NewClient(opt *Options) (*Client, error) {
 			return nil, err
 		}
 	}
-	top := &topology{epoch: 1, ring: cfg.ring, flight: &inflight{}}
+	var gutterTTL time.Duration
 	if h := cfg.health; !h.Disable && h.Failover {
-		top.gutterTTL = h.GutterTTL
+		gutterTTL = h.GutterTTL
 	}
-	top.shards = c.buildShards(cfg.ring, cfg.shards, nil)
-	c.top.Store(top)
+	var first registry.Config
+	if reg := cfg.opt.Registry; reg != nil {
+		var f *follower
+		f, first, err = newFollower(c, reg, cfg.opt.Fleet)
+		if err != nil {
+			c.closeHot()
+			return nil, err
+		}
+		empty := &topology{gutterTTL: gutterTTL, flight: &inflight{}}
+		top, _, err := c.buildFleet(empty, registry.Config{}, first, f.ttl)
+		if err != nil {
+			f.cancel()
+			c.closeHot()
+			return nil, fmt.Errorf("redshard: the registry's config (%s): %w", first.Version(), err)
+		}
+		c.top.Store(top.seal())
+		c.fleet = f
+	} else {
+		top := &topology{epoch: 1, ring: cfg.ring, gutterTTL: gutterTTL, flight: &inflight{}}
+		top.shards = c.buildShards(cfg.ring, cfg.shards, nil)
+		c.top.Store(top.seal())
+	}
 
 	c.Client = newFront(routeHook{c})
 	c.startMonitor()
+	if c.fleet != nil {
+		if err := c.fleet.start(first); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// closeHot stops the hot-key layer, if any.
+func (c *Client) closeHot() {
+	if c.hot != nil {
+		c.hot.close()
+	}
 }
 
 // newFront returns a go-redis client that never dials, with route as its
@@ -226,12 +277,18 @@ func (c *Client) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	if c.fleet != nil {
+		c.fleet.stop()
+	}
 	c.flights.close()
 	if c.monitor != nil {
 		c.monitor.close()
 	}
 	c.mu.Lock()
 	top := c.top.Load()
+	if top.hold != nil {
+		close(top.hold.released) // held commands wake and find the client closed
+	}
 	all := top.sources()
 	if top.handoff != nil {
 		all = append(all, top.handoff.from.shards...)
@@ -256,9 +313,7 @@ func (c *Client) Close() error {
 			errs = append(errs, fmt.Errorf("redshard: closing shard %s: %w", s.Shard, err))
 		}
 	}
-	if c.hot != nil {
-		c.hot.close()
-	}
+	c.closeHot()
 	if err := c.Client.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
 		errs = append(errs, err)
 	}

@@ -82,6 +82,15 @@ var (
 	// cursor made for another shard list than the current one (SetShards
 	// changed it during the scan): start again with cursor 0.
 	ErrStaleCursor = errors.New("redshard: SCAN cursor made for another shard list")
+	// ErrFenced is returned, wrapped with the reason, for a command on a
+	// key that a fleet's membership change may be moving, by a process
+	// following a registry (Options.Registry) that has lost it for longer
+	// than its lease: the fleet may have gone on without it. Other keys are
+	// served. It ends once the process has caught up with the registry.
+	ErrFenced = errors.New("redshard: fenced from the fleet's membership change")
+	// ErrFleetManaged is returned by SetShards on a client that follows a
+	// registry: its shard list changes with the fleet's (redshard apply).
+	ErrFleetManaged = errors.New("redshard: the shard list is managed by the registry")
 )
 
 // optionError is an invalid configuration value. Its message names the

@@ -72,7 +72,7 @@ func (c *Client) AddCommandHook(hook redis.Hook) {
 		prev = ch.hooks
 	}
 	ch := &commandChain{hooks: append(slices.Clone(prev), hook)}
-	ch.process, ch.pipeline = c.process, c.processPipeline
+	ch.process, ch.pipeline = c.routeOne, c.routeMany
 	for i := len(ch.hooks) - 1; i >= 0; i-- {
 		ch.process = ch.hooks[i].ProcessHook(ch.process)
 		ch.pipeline = ch.hooks[i].ProcessPipelineHook(ch.pipeline)
@@ -92,7 +92,7 @@ func (c *Client) processCommand(ctx context.Context, cmd redis.Cmder) error {
 	if ch := c.cmdHooks.Load(); ch != nil {
 		return ch.process(ctx, cmd)
 	}
-	return c.process(ctx, cmd)
+	return c.routeOne(ctx, cmd)
 }
 
 // processCommands runs a pipeline through the command hooks and routing.
@@ -100,5 +100,5 @@ func (c *Client) processCommands(ctx context.Context, cmds []redis.Cmder) error 
 	if ch := c.cmdHooks.Load(); ch != nil {
 		return ch.pipeline(ctx, cmds)
 	}
-	return c.processPipeline(ctx, cmds)
+	return c.routeMany(ctx, cmds)
 }

@@ -60,6 +60,11 @@ type handoff struct {
 	drainTurn chan struct{} // a token: one waiter at a time for the previous ring's commands
 	drained   atomic.Bool
 
+	// committed is set in a fleet's Commit phase: every key has moved, so
+	// commands start no move (the settled sets stay, refusing late moves
+	// of processes still in Migrate).
+	committed atomic.Bool
+
 	// movers counts the moves running in this process; Rebalance waits for
 	// them before it deletes the settled sets. flush (FLUSHDB, FLUSHALL)
 	// excludes them.
@@ -161,6 +166,9 @@ func changeID(old, next *topology) string {
 // Options.Validate) and the current ring stays. Every client of a fleet
 // should be given the same list before Rebalance runs.
 func (c *Client) SetShards(ctx context.Context, shards []Shard) error {
+	if c.fleet != nil {
+		return fmt.Errorf("%w: apply the change to the registry (redshard apply)", ErrFleetManaged)
+	}
 	valid, r, err := resolveShards(shards, c.cfg.opt.VnodesPerWeight)
 	if err != nil {
 		return err
@@ -184,7 +192,7 @@ func (c *Client) SetShards(ctx context.Context, shards []Shard) error {
 		}
 	}
 	top.handoff = &handoff{from: old, settled: settledPrefix + changeID(old, top), drainTurn: make(chan struct{}, 1)}
-	c.top.Store(top)
+	c.top.Store(top.seal())
 	return nil
 }
 
@@ -196,24 +204,14 @@ func (c *Client) SetShards(ctx context.Context, shards []Shard) error {
 func (c *Client) releaseChangeLocked(ctx context.Context, top *topology) func() {
 	next := *top
 	next.handoff, next.orphans = nil, nil
-	c.top.Store(&next)
+	c.top.Store(next.seal())
 	h := top.handoff
 	gone := make([]*backend, len(top.orphans))
 	for i, s := range top.orphans {
 		gone[i] = s.backend
 	}
 	return func() {
-		h.closeMoves()
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handoffTimeout)
-		defer cancel()
-		parallel(len(top.shards), func(i int) {
-			// A leftover expires (settledTTL), and DBSIZE prunes the index.
-			_, _ = top.shards[i].client.Pipelined(dctx, func(p redis.Pipeliner) error {
-				p.Del(dctx, h.settled)
-				p.SRem(dctx, internalIndex, h.settled)
-				return nil
-			})
-		})
+		c.dropSettled(ctx, h, top.shards)
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.retireLocked(gone)
@@ -222,6 +220,8 @@ func (c *Client) releaseChangeLocked(ctx context.Context, top *topology) func() 
 
 // handOff brings the given keys of a command over from their previous
 // owners, when a change is in progress and their owner changed.
+// A topology that is guarded (seal) sends every key of a command through
+// here.
 func (c *Client) handOff(ctx context.Context, top *topology, args []interface{}, keys []int) error {
 	for _, k := range keys {
 		if err := c.handOffKey(ctx, top, command.Arg(args[k])); err != nil {
@@ -233,7 +233,15 @@ func (c *Client) handOff(ctx context.Context, top *topology, args []interface{},
 
 // handOffAll hands off many keys (a pipeline's, a transaction's) in parallel.
 func (c *Client) handOffAll(ctx context.Context, top *topology, keys []string) error {
-	if top.handoff == nil || len(keys) == 0 {
+	if !top.guarded || len(keys) == 0 {
+		return nil
+	}
+	if h := top.handoff; h == nil || h.committed.Load() {
+		for _, k := range keys { // fleet checks only: no move to run
+			if err := c.fleetCheck(ctx, top, k); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
 	g, gctx := errgroup.WithContext(ctx)
@@ -250,7 +258,15 @@ func (c *Client) handOffAll(ctx context.Context, top *topology, keys []string) e
 // reached (its copy may be the newest), unless failover is on, where the
 // key is settled without it.
 func (c *Client) handOffKey(ctx context.Context, top *topology, key string) error {
+	if top.hold != nil || top.fence != nil {
+		if err := c.fleetCheck(ctx, top, key); err != nil {
+			return err
+		}
+	}
 	h := top.handoff
+	if h == nil || h.committed.Load() {
+		return nil
+	}
 	from := h.from.shards[h.from.ring.LookupIndex(key)]
 	to := top.shards[top.ring.LookupIndex(key)]
 	if from.id == to.id || h.isDone(key) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redshard/redshard/hotkey"
 	"github.com/redshard/redshard/localcache"
+	"github.com/redshard/redshard/registry"
 	"github.com/redshard/redshard/ring"
 )
 
@@ -61,6 +62,30 @@ type Options struct {
 	// copies on several shards) with bounded staleness. Default nil: off,
 	// since a drop-in client does not change semantics unasked.
 	HotKeys *HotKeyOptions
+
+	// Registry, when set, is where the client takes its shard list from:
+	// the ring config a fleet shares (package registry; the document is the
+	// JSON LoadConfig reads, of which only "shards" and "vnodes_per_weight"
+	// are used). Shards must then be empty. NewClient reads the config,
+	// and the client follows every change by itself, phase by phase,
+	// reporting itself as a member of the fleet (docs/membership.md,
+	// "A fleet"). SetShards is refused. The client does not close the
+	// registry.
+	Registry registry.Registry
+
+	// Fleet tunes how the client follows Registry. Default nil: the
+	// defaults of FleetOptions.
+	Fleet *FleetOptions
+}
+
+// FleetOptions tunes a client that follows a registry.
+type FleetOptions struct {
+	// MemberID names this process among the fleet's members (redshard
+	// status lists it). Default: host/pid/a random suffix.
+	MemberID string
+	// StartTimeout bounds NewClient's first read of the registry. Default
+	// 10s.
+	StartTimeout time.Duration
 }
 
 // Shard is one Redis server (or one Sentinel-managed primary) on the ring.
@@ -184,7 +209,17 @@ func (o *Options) resolve() (*config, error) {
 	}
 	cfg := &config{opt: *o}
 	var err error
-	if cfg.shards, cfg.ring, err = resolveShards(o.Shards, o.VnodesPerWeight); err != nil {
+	if o.Registry != nil {
+		if len(o.Shards) > 0 {
+			return nil, invalid(ErrInvalidOptions, "Shards", "set with Registry: the shard list comes from the registry, leave Shards empty")
+		}
+		if f := o.Fleet; f != nil && f.StartTimeout < 0 {
+			return nil, invalid(ErrInvalidOptions, "Fleet.StartTimeout", "%v is negative", f.StartTimeout)
+		}
+		if o.VnodesPerWeight < 0 {
+			return nil, invalid(ErrInvalidVnodes, "VnodesPerWeight", "%d is negative", o.VnodesPerWeight)
+		}
+	} else if cfg.shards, cfg.ring, err = resolveShards(o.Shards, o.VnodesPerWeight); err != nil {
 		return nil, err
 	}
 	cfg.opt.Shards = cfg.shards
@@ -192,7 +227,11 @@ func (o *Options) resolve() (*config, error) {
 		return nil, err
 	}
 	if o.HotKeys != nil {
-		h, err := o.HotKeys.resolve(len(cfg.shards))
+		n := len(cfg.shards)
+		if o.Registry != nil {
+			n = maxFleetCopies // the shard list is not known yet
+		}
+		h, err := o.HotKeys.resolve(n)
 		if err != nil {
 			return nil, err
 		}

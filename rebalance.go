@@ -101,7 +101,7 @@ func (c *Client) Rebalance(ctx context.Context, opt RebalanceOptions) (Rebalance
 		return RebalanceReport{}, err
 	}
 	h := top.handoff
-	if h != nil && opt.MoveStrays {
+	if (h != nil || top.hold != nil) && opt.MoveStrays {
 		// A stray settled on its owner would make the change refuse the
 		// key's real copy, still on its previous owner.
 		return RebalanceReport{}, invalid(ErrInvalidRebalanceOptions, "MoveStrays",
@@ -160,6 +160,11 @@ func (c *Client) Rebalance(ctx context.Context, opt RebalanceOptions) (Rebalance
 		return report, err
 	}
 	if h != nil && report.Failed == 0 && report.Misplaced == 0 && report.Verified {
+		if c.fleet != nil {
+			// The fleet's driver commits the change (Apply).
+			report.Finished = true
+			return report, nil
+		}
 		c.mu.Lock()
 		var release func()
 		if cur := c.top.Load(); cur.handoff == h && !c.closed.Load() {

@@ -62,7 +62,7 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 		// The hot path: one shard, the caller's command object, no allocation.
 		var i int
 		if i, err = top.owner(info, cmd.Args(), keys); err == nil {
-			if top.handoff != nil {
+			if top.guarded {
 				if err := c.handOff(ctx, top, cmd.Args(), keys); err != nil {
 					return err
 				}
@@ -86,7 +86,7 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 	if err != nil {
 		return err
 	}
-	if top.handoff != nil && info.Class == command.Split {
+	if top.guarded && info.Class == command.Split {
 		if err := c.handOff(ctx, top, cmd.Args(), keys); err != nil {
 			return err
 		}
@@ -256,7 +256,7 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 		if err == nil {
 			writes = c.noteWrite(writes, info, cmd.Args(), keys)
 		}
-		if err == nil && top.handoff != nil && info.Class != command.Fanout && info.Class != command.Scan {
+		if err == nil && top.guarded && info.Class != command.Fanout && info.Class != command.Scan {
 			for _, k := range keys {
 				moved = append(moved, command.Arg(cmd.Args()[k]))
 			}
@@ -401,7 +401,7 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 			setCmdsErr(cmds, err)
 			return err
 		}
-		if top.handoff != nil {
+		if top.guarded {
 			for _, k := range keys {
 				moved = append(moved, command.Arg(cmd.Args()[k]))
 			}

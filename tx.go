@@ -16,6 +16,14 @@ import (
 // keys choose the shard). Inside fn, a command on tx whose keys live on
 // another shard fails with ErrCrossShard instead of running on the wrong one.
 func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...string) error {
+	for {
+		if err := c.watch(ctx, fn, keys...); err != errReroute {
+			return err
+		}
+	}
+}
+
+func (c *Client) watch(ctx context.Context, fn func(*redis.Tx) error, keys ...string) error {
 	top, err := c.enter()
 	if err != nil {
 		return err

@@ -270,3 +270,6 @@ func randomToken() string {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	return hex.EncodeToString(b[:])
 }
+
+// MemberTTL returns Options.MemberTTL.
+func (r *redisRegistry) MemberTTL() time.Duration { return r.opt.MemberTTL }

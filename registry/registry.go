@@ -47,6 +47,12 @@ type Registry interface {
 	// letting it expire. Leaving an unknown id is not an error.
 	Leave(ctx context.Context, id string) error
 
+	// MemberTTL is how long a Heartbeat keeps a member live, counted from
+	// when the registry received it (Options.MemberTTL; etcd may keep it a
+	// little longer, never shorter). A process that has not heartbeat for
+	// this long must assume it has been dropped.
+	MemberTTL() time.Duration
+
 	// Members returns the live members, sorted by ID; members whose last
 	// heartbeat is older than its TTL are left out.
 	Members(ctx context.Context) ([]Member, error)

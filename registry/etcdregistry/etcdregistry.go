@@ -395,3 +395,7 @@ func (r *etcdRegistry) watchKey(ctx context.Context, from int64) (clientv3.Watch
 	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	return r.cli.Watch(ctx, r.configKey, clientv3.WithRev(from)), cancel
 }
+
+// MemberTTL returns Options.MemberTTL. etcd leases count whole seconds, so
+// a member lives up to a second longer: never shorter.
+func (r *etcdRegistry) MemberTTL() time.Duration { return r.opt.MemberTTL }

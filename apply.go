@@ -1,0 +1,372 @@
+package redshard
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard/registry"
+)
+
+// Defaults of ApplyOptions.
+const (
+	defaultApplyLockTTL = 15 * time.Second
+	defaultApplyPoll    = 50 * time.Millisecond
+)
+
+// ApplyOptions configures Apply.
+type ApplyOptions struct {
+	// Driver names who drives the change: the owner of the registry's
+	// driver lock and the change's Config.Driver. Default host/pid.
+	Driver string
+	// Client holds the options of the driver's own client, which follows
+	// the registry like every process, writes the beacons and runs
+	// Rebalance: ShardOptions, NewShardClient, VnodesPerWeight, Health.
+	// Shards, Registry and Fleet are set by Apply. Default nil.
+	Client *Options
+	// Rebalance configures the data migration of the Migrate phase.
+	Rebalance RebalanceOptions
+	// LockTTL is the driver lock's ttl (renewed every third). Default 15s.
+	LockTTL time.Duration
+	// Poll is how often the members are read while Apply waits for their
+	// acknowledgements. Default 50ms.
+	Poll time.Duration
+	// Progress, if set, is called from Apply's goroutine at every poll
+	// while it waits, and once Rebalance starts.
+	Progress func(ApplyProgress)
+}
+
+// ApplyProgress is where Apply stands while it waits.
+type ApplyProgress struct {
+	// Config is the published phase being acknowledged.
+	Config registry.Config
+	// Members are the live members; Late those not yet on Config's
+	// version.
+	Members, Late []registry.Member
+	// Waited is how long the phase has been published.
+	Waited time.Duration
+	// Rebalancing is set while the data migration runs; Rebalance holds
+	// its progress (Stats().Rebalance of Client tells more).
+	Rebalancing bool
+}
+
+// ApplyReport says what Apply did.
+type ApplyReport struct {
+	From, To registry.Version
+	// Unchanged is set when the registry already held the document and
+	// the fleet was on it: nothing was published.
+	Unchanged bool
+	// Phases lists, for every phase Apply published (or resumed), how
+	// long the fleet took to acknowledge it.
+	Phases []PhaseReport
+	// Rebalance is the data migration's report.
+	Rebalance RebalanceReport
+}
+
+// PhaseReport is one phase's propagation.
+type PhaseReport struct {
+	Version registry.Version
+	// Acked is the time from publishing the phase (or, when resumed, from
+	// Apply's first look at it) to the last live member's acknowledgement.
+	Acked time.Duration
+	// Members counts the live members when it was acknowledged.
+	Members int
+}
+
+// Apply changes a fleet's ring to doc (the JSON LoadConfig reads) through
+// reg, as redshard apply does: it takes the registry's driver lock, then
+// publishes the phases of the change one by one (registry package:
+// Prepare, Migrate, Commit, Stable), each only once every live member has
+// acknowledged the previous, writes each phase's beacon on every server
+// of the change (read by processes that lost the registry), and runs the
+// data migration (Rebalance) in Migrate. Interrupted (ctx, a lost lock, a
+// failed migration), it leaves the change where it is; calling Apply again
+// with the same doc resumes it. A change in flight to another document is
+// refused: finish it first. With doc already in place Apply only waits for
+// the fleet to be on it (Unchanged). A second Apply while one runs fails
+// with registry.ErrLocked.
+//
+// The first Apply on an empty registry publishes doc as epoch 1.
+func Apply(ctx context.Context, reg registry.Registry, doc json.RawMessage, opt ApplyOptions) (ApplyReport, error) {
+	var rep ApplyReport
+	if err := opt.Rebalance.Validate(); err != nil {
+		return rep, err
+	}
+	base := Options{}
+	if opt.Client != nil {
+		base = *opt.Client
+	}
+	if _, _, err := parseRingDoc(doc, base.VnodesPerWeight); err != nil {
+		return rep, err
+	}
+	if opt.Driver == "" {
+		host, _ := os.Hostname()
+		opt.Driver = fmt.Sprintf("%s/%d", host, os.Getpid())
+	}
+	if opt.LockTTL <= 0 {
+		opt.LockTTL = defaultApplyLockTTL
+	}
+	if opt.Poll <= 0 {
+		opt.Poll = defaultApplyPoll
+	}
+	lock, err := reg.Lock(ctx, opt.Driver, opt.LockTTL)
+	if err != nil {
+		return rep, fmt.Errorf("redshard: apply: %w", err)
+	}
+	defer func() { _ = lock.Unlock(context.WithoutCancel(ctx)) }()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-lock.Lost():
+			cancel(fmt.Errorf("redshard: apply: %w", registry.ErrLockLost))
+		case <-ctx.Done():
+		}
+	}()
+	d := &driver{reg: reg, opt: opt, base: base, rep: &rep}
+	err = d.run(ctx, doc)
+	if d.client != nil {
+		_ = d.client.Close()
+	}
+	if err != nil && context.Cause(ctx) != nil && !errors.Is(err, context.Cause(ctx)) {
+		err = fmt.Errorf("%w (%v)", err, context.Cause(ctx))
+	}
+	return rep, err
+}
+
+type driver struct {
+	reg    registry.Registry
+	opt    ApplyOptions
+	base   Options
+	rep    *ApplyReport
+	client *Client // follows the registry; made once a config exists
+
+	beacons time.Time // when the current phase's beacons were written; zero: not yet
+}
+
+func (d *driver) run(ctx context.Context, doc json.RawMessage) error {
+	cur, err := d.reg.Get(ctx)
+	if err != nil {
+		return fmt.Errorf("redshard: apply: reading the registry: %w", err)
+	}
+	d.rep.From = cur.Version()
+	if cur.Version() == (registry.Version{}) {
+		next := registry.Initial(doc)
+		if err := d.publish(ctx, cur, next); err != nil {
+			return err
+		}
+		cur = next
+	}
+	if d.client, err = d.newClient(); err != nil {
+		return err
+	}
+	switch {
+	case cur.InFlight() && !sameDoc(cur.Doc, doc):
+		return fmt.Errorf("%w: the change to epoch %d is in its %s phase, to another config; apply that config to finish it first",
+			ErrHandoffInProgress, cur.Epoch, cur.Phase)
+	case !cur.InFlight() && sameDoc(cur.Doc, doc):
+		d.rep.Unchanged = d.rep.From != (registry.Version{})
+	case !cur.InFlight():
+		// The fleet must be on cur before it may prepare the next.
+		if err := d.awaitAcks(ctx, cur, time.Now(), -1); err != nil {
+			return err
+		}
+		next := cur.Begin(doc, fleetChangeID(cur, doc), d.opt.Driver)
+		// The beacon goes first, so that the wait it asks for before
+		// Migrate overlaps the acknowledgements of Prepare.
+		if d.beacons, err = d.writeBeacons(ctx, next); err != nil {
+			return err
+		}
+		if err := d.publish(ctx, cur, next); err != nil {
+			return err
+		}
+		cur = next
+	}
+	published := time.Now()
+	for {
+		if d.beacons.IsZero() {
+			if d.beacons, err = d.writeBeacons(ctx, cur); err != nil {
+				return err
+			}
+		}
+		beacons := d.beacons
+		d.beacons = time.Time{}
+		// Before keys move, processes that lost the registry must have
+		// had time to see the beacon.
+		var hold time.Duration
+		if cur.Phase == registry.Prepare {
+			hold = 2*beaconFresh - time.Since(beacons)
+		}
+		if err := d.awaitAcks(ctx, cur, published, hold); err != nil {
+			return err
+		}
+		if cur.Phase == registry.Stable {
+			d.rep.To = cur.Version()
+			return nil
+		}
+		if cur.Phase == registry.Migrate {
+			if err := d.migrate(ctx, cur); err != nil {
+				return err
+			}
+		}
+		next, err := cur.Advance()
+		if err != nil {
+			return err
+		}
+		if err := d.publish(ctx, cur, next); err != nil {
+			return err
+		}
+		cur, published = next, time.Now()
+	}
+}
+
+func (d *driver) publish(ctx context.Context, prev, next registry.Config) error {
+	if err := d.reg.Publish(ctx, prev, next); err != nil {
+		return fmt.Errorf("redshard: apply: publishing %s: %w", next.Version(), err)
+	}
+	return nil
+}
+
+// newClient makes the driver's own client, a member of the fleet.
+func (d *driver) newClient() (*Client, error) {
+	o := d.base
+	o.Shards, o.Registry = nil, d.reg
+	o.Fleet = &FleetOptions{MemberID: d.opt.Driver + "/apply"}
+	o.HotKeys, o.Load = nil, nil
+	c, err := NewClient(&o)
+	if err != nil {
+		return nil, fmt.Errorf("redshard: apply: the driver's client: %w", err)
+	}
+	return c, nil
+}
+
+// awaitAcks waits until every live member has acknowledged cfg, and at
+// least hold; it reports the phase's propagation unless hold < 0.
+func (d *driver) awaitAcks(ctx context.Context, cfg registry.Config, published time.Time, hold time.Duration) error {
+	until := time.Now().Add(hold)
+	t := time.NewTicker(d.opt.Poll)
+	defer t.Stop()
+	for {
+		members, err := d.reg.Members(ctx)
+		if err == nil {
+			late := registry.Acked(members, cfg.Version())
+			if d.opt.Progress != nil {
+				d.opt.Progress(ApplyProgress{Config: cfg, Members: members, Late: late, Waited: time.Since(published)})
+			}
+			if len(late) == 0 && !time.Now().Before(until) {
+				if hold < 0 {
+					return nil
+				}
+				d.rep.Phases = append(d.rep.Phases, PhaseReport{Version: cfg.Version(), Acked: time.Since(published), Members: len(members)})
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("redshard: apply: waiting for the fleet to acknowledge %s: %w", cfg.Version(), context.Cause(ctx))
+		case <-t.C:
+		}
+	}
+}
+
+// migrate runs the data migration once the driver's client is in cfg's
+// Migrate phase.
+func (d *driver) migrate(ctx context.Context, cfg registry.Config) error {
+	for {
+		if st, _ := d.client.FleetStatus(); !st.Version.Less(cfg.Version()) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(d.opt.Poll):
+		}
+	}
+	if d.opt.Progress != nil {
+		d.opt.Progress(ApplyProgress{Config: cfg, Rebalancing: true})
+	}
+	rep, err := d.client.Rebalance(ctx, d.opt.Rebalance)
+	d.rep.Rebalance = rep
+	if err != nil {
+		return fmt.Errorf("redshard: apply: migrating the data: %w (run apply again to resume)", err)
+	}
+	if !rep.Finished {
+		return fmt.Errorf("redshard: apply: migration left %d keys that failed to move and %d misplaced (run apply again to resume)",
+			rep.Failed, rep.Misplaced)
+	}
+	return nil
+}
+
+// writeBeacons stores cfg on every server of its documents, and returns
+// when the last write started.
+func (d *driver) writeBeacons(ctx context.Context, cfg registry.Config) (time.Time, error) {
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var shards []Shard
+	for _, doc := range []json.RawMessage{cfg.Doc, cfg.PrevDoc} {
+		if len(doc) == 0 {
+			continue
+		}
+		s, _, err := parseRingDoc(doc, d.base.VnodesPerWeight)
+		if err != nil {
+			return time.Time{}, err
+		}
+		for _, sh := range s {
+			if !containsIdentity(shards, sh) {
+				shards = append(shards, sh)
+			}
+		}
+	}
+	start := time.Now()
+	errs := make([]error, len(shards))
+	parallel(len(shards), func(i int) {
+		cl := d.client.dial(shards[i], connCommand, nil)
+		defer cl.Close()
+		cmd := redis.NewStatusCmd(ctx, "set", beaconKey, data)
+		if err := indexInternal(ctx, cl, cmd, beaconKey); err != nil {
+			errs[i] = fmt.Errorf("redshard: apply: writing the beacon on shard %s: %w", shards[i], err)
+		}
+	})
+	return start, errors.Join(errs...)
+}
+
+func containsIdentity(list []Shard, s Shard) bool {
+	for _, o := range list {
+		if o.identity() == s.identity() {
+			return true
+		}
+	}
+	return false
+}
+
+// fleetChangeID names the change from cur to doc: a hash of the epoch and
+// both documents.
+func fleetChangeID(cur registry.Config, doc json.RawMessage) string {
+	h := xxhash.New()
+	_, _ = fmt.Fprintf(h, "%d\x00", cur.Epoch+1)
+	_, _ = h.Write(cur.Doc)
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write(doc)
+	var b [8]byte
+	return hex.EncodeToString(h.Sum(b[:0]))
+}
+
+// sameDoc reports whether two documents are the same JSON value.
+func sameDoc(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return string(ja) == string(jb)
+}

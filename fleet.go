@@ -1,0 +1,686 @@
+package redshard
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard/registry"
+	"github.com/redshard/redshard/ring"
+)
+
+// A fleet (docs/membership.md, "A fleet"): every process follows the
+// registry's config phase by phase and acknowledges a phase (Heartbeat with
+// its version) once it routes by it and no command it routed under the
+// previous one is still running. What each phase means here:
+//
+//	Stable   route by Doc.
+//	Prepare  route by PrevDoc; a command on a key whose owner differs in
+//	         Doc waits (hold) until this process leaves Prepare, then runs
+//	         again on the new topology. Nobody takes a key before Migrate,
+//	         and Migrate is published only once every process is here, so
+//	         nothing reaches a moved key's previous owner after its take.
+//	Migrate  route by Doc, with handoff from PrevDoc (SetShards' protocol).
+//	Commit   route by Doc; the handoff stays (its settled sets refuse late
+//	         moves of Migrate processes) but starts no new move.
+//	Stable   (the next) route by Doc; the change's settled sets are deleted
+//	         and the removed servers' clients closed.
+//
+// A process whose last successful heartbeat was sent a lease ago (the
+// registry's MemberTTL) may have been dropped, and the fleet may go on
+// without it: it fences itself. Fenced, it refuses the keys it knows to be
+// moving and, before using a shard, reads the shard's beacon (the config
+// the driver last wrote on every server of its change, see Apply): a key
+// that a newer change moves, or whose owner there is another server, is
+// refused with ErrFenced; the rest is served, so a registry outage with no
+// change in flight stops nothing. Heartbeats that succeed again, and the
+// config caught up, end the fence.
+
+const (
+	// maxFleetCopies stands for the shard count when HotKeys.Copies is
+	// checked before the registry has named the shards.
+	maxFleetCopies = 64
+	// defaultFleetStart is FleetOptions.StartTimeout's default.
+	defaultFleetStart = 10 * time.Second
+	// beaconKey holds, on every server of a change, the registry config
+	// the driver last published (JSON).
+	beaconKey = InternalKeyPrefix + "beacon"
+	// beaconFresh is how long a fenced process trusts a beacon it read; a
+	// driver waits twice as long after writing beacons before it lets
+	// keys move (Apply).
+	beaconFresh = 250 * time.Millisecond
+	// fenceMargin is the part of the lease a process keeps in hand: it
+	// fences itself this much before the registry could drop it.
+	fenceMargin = 10 // percent
+)
+
+// errReroute is returned by a command held in Prepare once the process has
+// left that phase: it runs again on the new topology. It only reaches a
+// caller from inside a transaction (Watch), where it cannot.
+var errReroute = fmt.Errorf("%w: the fleet's change moved on while the command waited; run it again", ErrHandoffInProgress)
+
+// hold is a Prepare topology's view of the next ring: commands on keys that
+// move wait for released.
+type hold struct {
+	epoch    uint64     // the registry epoch of the change
+	next     *ring.Ring // the ring being prepared
+	nextIDs  []string   // server identity of next's index i
+	released chan struct{}
+	timeout  time.Duration
+}
+
+// moving reports whether key's server differs between top (routing by the
+// previous ring) and the ring being prepared.
+func (h *hold) moving(top *topology, key string) bool {
+	return top.shards[top.ring.LookupIndex(key)].id != h.nextIDs[h.next.LookupIndex(key)]
+}
+
+// wait holds a command on a moving key until the process leaves Prepare.
+func (h *hold) wait(ctx context.Context, key string) error {
+	t := time.NewTimer(h.timeout)
+	defer t.Stop()
+	select {
+	case <-h.released:
+		return errReroute
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return fmt.Errorf("%w: key %q moves in the fleet's change to epoch %d, which has not reached its migrate phase after %v",
+			ErrHandoffInProgress, key, h.epoch, h.timeout)
+	}
+}
+
+// fleetCheck runs, for a topology with a hold or a fence, before a command
+// uses key.
+func (c *Client) fleetCheck(ctx context.Context, top *topology, key string) error {
+	if fc := top.fence; fc != nil {
+		if err := fc.check(ctx, top, key); err != nil {
+			return err
+		}
+	}
+	if h := top.hold; h != nil && h.moving(top, key) {
+		return h.wait(ctx, key)
+	}
+	return nil
+}
+
+// ringIDs is a ring with the identity of each index's server.
+type ringIDs struct {
+	r   *ring.Ring
+	ids []string
+}
+
+func (ri ringIDs) owner(key string) string { return ri.ids[ri.r.LookupIndex(key)] }
+
+// parseRingDoc reads a registry document (LoadConfig's JSON): its shards
+// and ring. Only "shards" and "vnodes_per_weight" are used; vnodes is the
+// client's value when the document has none.
+func parseRingDoc(doc []byte, vnodes int) ([]Shard, ringIDs, error) {
+	var fc fileConfig
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&fc); err != nil {
+		return nil, ringIDs{}, fmt.Errorf("redshard: registry config: %w", jsonError(doc, err))
+	}
+	shards := make([]Shard, len(fc.Shards))
+	for i, s := range fc.Shards {
+		shards[i] = Shard{Name: s.Name, Addr: s.Addr, Weight: s.Weight}
+	}
+	if fc.VnodesPerWeight != 0 {
+		vnodes = fc.VnodesPerWeight
+	}
+	valid, r, err := resolveShards(shards, vnodes)
+	if err != nil {
+		return nil, ringIDs{}, fmt.Errorf("redshard: registry config: %w", err)
+	}
+	return valid, ringIDs{r, identities(r, valid)}, nil
+}
+
+// identities lists the server identity of each of r's indexes.
+func identities(r *ring.Ring, shards []Shard) []string {
+	byName := make(map[string]string, len(shards))
+	for _, s := range shards {
+		byName[s.Name] = s.identity()
+	}
+	nodes := r.Nodes()
+	ids := make([]string, len(nodes))
+	for i, n := range nodes {
+		ids[i] = byName[n.Name]
+	}
+	return ids
+}
+
+// follower keeps a client on its registry's config.
+type follower struct {
+	c   *Client
+	reg registry.Registry
+	ttl time.Duration
+	me  registry.Member // ID, Host, PID, Started
+
+	applyMu sync.Mutex      // serialises apply
+	applied registry.Config // what the topology follows; guarded by applyMu
+
+	acked  atomic.Pointer[registry.Version] // what heartbeats report
+	kick   chan struct{}                    // a heartbeat now, please
+	fenced atomic.Bool
+
+	mu     sync.Mutex
+	sentOK time.Time // when the last successful heartbeat was sent; guarded by mu
+	err    error     // the last error following the registry; guarded by mu
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// newFollower reads the registry's config. The caller builds the first
+// topology from it (build) and then calls start.
+func newFollower(c *Client, reg registry.Registry, fo *FleetOptions) (*follower, registry.Config, error) {
+	f := &follower{c: c, reg: reg, ttl: reg.MemberTTL(), kick: make(chan struct{}, 1)}
+	timeout := defaultFleetStart
+	if fo != nil && fo.StartTimeout > 0 {
+		timeout = fo.StartTimeout
+	}
+	host, _ := os.Hostname()
+	f.me = registry.Member{Host: host, PID: os.Getpid(), Started: time.Now().UTC().Truncate(time.Millisecond)}
+	if fo != nil && fo.MemberID != "" {
+		f.me.ID = fo.MemberID
+	} else {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		f.me.ID = fmt.Sprintf("%s/%d/%s", host, f.me.PID, hex.EncodeToString(b[:]))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cfg, err := reg.Get(ctx)
+	if err != nil {
+		return nil, cfg, fmt.Errorf("redshard: reading the registry: %w", err)
+	}
+	if cfg.Version() == (registry.Version{}) {
+		return nil, cfg, fmt.Errorf("%w: Registry: it holds no config yet (publish one with redshard apply)", ErrInvalidOptions)
+	}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	return f, cfg, nil
+}
+
+// start registers the member and starts following: a watcher that applies
+// every newer config, and the heartbeat that acknowledges them and fences
+// the client when it fails for a lease.
+func (f *follower) start(first registry.Config) error {
+	f.applied = first
+	v := first.Version()
+	f.acked.Store(&v)
+	ch, err := f.reg.Watch(f.ctx)
+	if err != nil {
+		f.cancel()
+		return fmt.Errorf("redshard: watching the registry: %w", err)
+	}
+	f.mu.Lock()
+	f.sentOK = time.Now() // the lease starts now: nothing was acknowledged before
+	f.mu.Unlock()
+	f.wg.Add(2)
+	go func() {
+		defer f.wg.Done()
+		for cfg := range ch {
+			f.apply(cfg)
+		}
+	}()
+	go func() {
+		defer f.wg.Done()
+		f.heartbeats()
+	}()
+	return nil
+}
+
+// stop ends following and leaves the fleet (best effort).
+func (f *follower) stop() {
+	f.cancel()
+	f.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = f.reg.Leave(ctx, f.me.ID)
+}
+
+func (f *follower) setErr(err error) {
+	f.mu.Lock()
+	f.err = err
+	f.mu.Unlock()
+}
+
+// heartbeats reports the acknowledged version every quarter lease and on
+// every kick, fences the client when none has succeeded for the lease
+// (less a margin), and catches it up once one succeeds again.
+func (f *follower) heartbeats() {
+	tick := time.NewTicker(f.ttl / 4)
+	defer tick.Stop()
+	fence := time.NewTimer(f.ttl * (100 - fenceMargin) / 100)
+	defer fence.Stop()
+	for {
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-fence.C:
+			f.setFenced(true)
+			continue
+		case <-tick.C:
+		case <-f.kick:
+		}
+		if ok := f.heartbeat(); ok {
+			if f.fenced.Load() && f.catchUp() && f.heartbeat() {
+				f.setFenced(false)
+			}
+			f.mu.Lock()
+			left := f.ttl*(100-fenceMargin)/100 - time.Since(f.sentOK)
+			f.mu.Unlock()
+			if !fence.Stop() {
+				select {
+				case <-fence.C:
+				default:
+				}
+			}
+			fence.Reset(max(left, 0))
+		}
+	}
+}
+
+// heartbeat sends one heartbeat; it reports success.
+func (f *follower) heartbeat() bool {
+	m := f.me
+	v := *f.acked.Load()
+	m.Epoch, m.Phase, m.Fenced = v.Epoch, v.Phase, f.fenced.Load()
+	sent := time.Now()
+	ctx, cancel := context.WithTimeout(f.ctx, f.ttl/4)
+	defer cancel()
+	if err := f.reg.Heartbeat(ctx, m); err != nil {
+		f.setErr(fmt.Errorf("redshard: heartbeat: %w", err))
+		return false
+	}
+	f.mu.Lock()
+	if sent.After(f.sentOK) {
+		f.sentOK = sent
+	}
+	f.mu.Unlock()
+	return true
+}
+
+// catchUp reads the registry's config and applies it; it reports whether
+// the client now follows it.
+func (f *follower) catchUp() bool {
+	ctx, cancel := context.WithTimeout(f.ctx, f.ttl/4)
+	defer cancel()
+	cfg, err := f.reg.Get(ctx)
+	if err != nil {
+		f.setErr(fmt.Errorf("redshard: reading the registry: %w", err))
+		return false
+	}
+	f.apply(cfg)
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	return !f.applied.Version().Less(cfg.Version())
+}
+
+// setFenced publishes the current topology with or without a fence.
+func (f *follower) setFenced(on bool) {
+	c := f.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f.fenced.Load() == on || c.closed.Load() {
+		return
+	}
+	f.fenced.Store(on)
+	next := *c.top.Load()
+	next.fence = nil
+	if on {
+		known := *f.acked.Load()
+		f.mu.Lock()
+		since := f.sentOK
+		f.mu.Unlock()
+		next.fence = &fence{f: f, known: known, vnodes: c.cfg.opt.VnodesPerWeight,
+			reason: fmt.Sprintf("no heartbeat of this process has reached the registry since %s (lease %v)", since.UTC().Format(time.RFC3339), f.ttl)}
+	}
+	c.top.Store(next.seal())
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+// apply moves the client to cfg when it is newer than what it follows,
+// waits until no command routed on the replaced topology is running, and
+// acknowledges cfg.
+func (f *follower) apply(cfg registry.Config) {
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	if !f.applied.Version().Less(cfg.Version()) {
+		return
+	}
+	c := f.c
+	c.mu.Lock()
+	if c.closed.Load() {
+		c.mu.Unlock()
+		return
+	}
+	old := c.top.Load()
+	next, after, err := c.buildFleet(old, f.applied, cfg, f.ttl)
+	if err != nil {
+		c.mu.Unlock()
+		f.setErr(fmt.Errorf("redshard: applying %s: %w", cfg.Version(), err))
+		return
+	}
+	next.fence = nil
+	if f.fenced.Load() && old.fence != nil {
+		next.fence = &fence{f: f, known: cfg.Version(), vnodes: c.cfg.opt.VnodesPerWeight, reason: old.fence.reason}
+	}
+	c.top.Store(next.seal())
+	if old.hold != nil {
+		close(old.hold.released)
+	}
+	c.mu.Unlock()
+	after()
+	if next.flight != old.flight {
+		waitIdle(f.ctx, old.flight)
+	}
+	f.applied = cfg
+	v := cfg.Version()
+	f.acked.Store(&v)
+	f.setErr(nil)
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+// waitIdle waits until no command counted on fl is running, or only
+// blocking ones for blockingGrace (see awaitDrain), or ctx ends.
+func waitIdle(ctx context.Context, fl *inflight) {
+	start := time.Now()
+	for fl.n.Load() != 0 || (fl.blocking.Load() != 0 && time.Since(start) < blockingGrace) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// buildFleet returns the topology cfg asks for, after old (which followed
+// prev), and what to do once it is published and c.mu released (delete
+// a finished change's settled sets, retire removed servers). Caller holds
+// c.mu.
+func (c *Client) buildFleet(old *topology, prev, cfg registry.Config, ttl time.Duration) (*topology, func(), error) {
+	vnodes := c.cfg.opt.VnodesPerWeight
+	s1, r1, err := parseRingDoc(cfg.Doc, vnodes)
+	if err != nil {
+		return nil, nil, err
+	}
+	var s0 []Shard
+	var r0 ringIDs
+	if cfg.InFlight() {
+		if s0, r0, err = parseRingDoc(cfg.PrevDoc, vnodes); err != nil {
+			return nil, nil, err
+		}
+	}
+	sameChange := prev.Epoch == cfg.Epoch && prev.Change == cfg.Change && prev.InFlight()
+	next := &topology{epoch: old.epoch + 1, gutterTTL: old.gutterTTL, flight: &inflight{}}
+	switch cfg.Phase {
+	case registry.Stable:
+		next.ring = r1.r
+		next.shards = c.buildShards(r1.r, s1, old)
+	case registry.Prepare:
+		next.ring = r0.r
+		next.shards = c.buildShards(r0.r, s0, old)
+		next.hold = &hold{epoch: cfg.Epoch, next: r1.r, nextIDs: r1.ids, released: make(chan struct{}), timeout: 2*ttl + 4*beaconFresh}
+	case registry.Migrate, registry.Commit:
+		if sameChange && prev.Phase == registry.Migrate && old.handoff != nil {
+			// Commit after Migrate: the same routing, no new move.
+			cp := *old
+			cp.handoff.committed.Store(true)
+			return &cp, func() {}, nil
+		}
+		from := old
+		if !(sameChange && prev.Phase == registry.Prepare) {
+			// Joined or caught up mid-change: the previous ring's
+			// commands are old's.
+			from = &topology{epoch: old.epoch, ring: r0.r, flight: old.flight}
+			from.shards = c.buildShards(r0.r, s0, old)
+		}
+		pool := &topology{shards: append(old.sources(), from.shards...)}
+		next.ring = r1.r
+		next.shards = c.buildShards(r1.r, s1, pool)
+		for _, s := range from.shards {
+			if !slices.ContainsFunc(next.shards, func(n *shard) bool { return n.backend == s.backend }) &&
+				!slices.ContainsFunc(next.orphans, func(n *shard) bool { return n.backend == s.backend }) {
+				next.orphans = append(next.orphans, s)
+			}
+		}
+		next.handoff = &handoff{from: from, settled: settledPrefix + cfg.Change, drainTurn: make(chan struct{}, 1)}
+		next.handoff.committed.Store(cfg.Phase == registry.Commit)
+	default:
+		return nil, nil, fmt.Errorf("unknown phase %q", cfg.Phase)
+	}
+	// Servers old used that next does not are retired; a change that old
+	// was in and next is not has its settled sets deleted.
+	gone := unusedBackends(old, next)
+	var done *handoff
+	if old.handoff != nil && (next.handoff == nil || next.handoff.settled != old.handoff.settled) {
+		done = old.handoff
+	}
+	after := func() {
+		if done != nil {
+			c.dropSettled(context.Background(), done, next.sources())
+		}
+		if len(gone) > 0 {
+			c.mu.Lock()
+			c.retireLocked(gone)
+			c.mu.Unlock()
+		}
+	}
+	return next, after, nil
+}
+
+// unusedBackends lists the backends old reaches (its shards, orphans and
+// previous ring) that next does not.
+func unusedBackends(old, next *topology) []*backend {
+	used := func(t *topology) []*backend {
+		var out []*backend
+		for _, s := range t.sources() {
+			out = append(out, s.backend)
+		}
+		if t.handoff != nil {
+			for _, s := range t.handoff.from.shards {
+				out = append(out, s.backend)
+			}
+		}
+		return out
+	}
+	keep := used(next)
+	var gone []*backend
+	for _, b := range used(old) {
+		if !slices.Contains(keep, b) && !slices.Contains(gone, b) {
+			gone = append(gone, b)
+		}
+	}
+	return gone
+}
+
+// dropSettled ends a change in this process: waits for its moves, then
+// deletes its settled sets on shards. A leftover expires (settledTTL).
+func (c *Client) dropSettled(ctx context.Context, h *handoff, shards []*shard) {
+	h.closeMoves()
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handoffTimeout)
+	defer cancel()
+	parallel(len(shards), func(i int) {
+		_, _ = shards[i].client.Pipelined(dctx, func(p redis.Pipeliner) error {
+			p.Del(dctx, h.settled)
+			p.SRem(dctx, internalIndex, h.settled)
+			return nil
+		})
+	})
+}
+
+// fence is a fenced topology's state (see the top of this file).
+type fence struct {
+	f      *follower
+	known  registry.Version // the version the topology follows
+	vnodes int
+	reason string
+
+	mu      sync.Mutex
+	beacons map[*backend]*beacon // guarded by mu
+}
+
+// beacon is what a fenced process last read of one server's beacon.
+type beacon struct {
+	mu      sync.Mutex // one reader at a time
+	checked time.Time  // when the last successful read started
+	cfg     registry.Config
+	rings   []ringIDs // cfg's documents (Doc, and PrevDoc in flight)
+}
+
+func (fc *fence) errorf(key, format string, args ...any) error {
+	return fmt.Errorf("%w: key %q: %s; %s", ErrFenced, key, fmt.Sprintf(format, args...), fc.reason)
+}
+
+// check refuses key if a change this process knows of may be moving it,
+// or if the beacon of the server it would use says a newer change moves it
+// (or owns it elsewhere).
+func (fc *fence) check(ctx context.Context, top *topology, key string) error {
+	if h := top.hold; h != nil && h.moving(top, key) {
+		return fc.errorf(key, "it moves in the change to epoch %d", h.epoch)
+	}
+	if h := top.handoff; h != nil && !h.committed.Load() {
+		from := h.from.shards[h.from.ring.LookupIndex(key)]
+		if from.id != top.shards[top.ring.LookupIndex(key)].id && !h.isDone(key) {
+			return fc.errorf(key, "it moves in the change being migrated (%s)", fc.known)
+		}
+	}
+	s := top.shards[top.ring.LookupIndex(key)]
+	b, err := fc.beacon(ctx, s)
+	if err != nil {
+		return fc.errorf(key, "reading the beacon of shard %s: %v", s.Shard, err)
+	}
+	if !fc.known.Less(b.cfg.Version()) {
+		return nil
+	}
+	for _, r := range b.rings {
+		if r.owner(key) != s.id {
+			return fc.errorf(key, "shard %s says the fleet is at %s, where the key's owner is another server", s.Shard, b.cfg.Version())
+		}
+	}
+	return nil
+}
+
+// beacon returns s's beacon, read again if the last read is older than
+// beaconFresh.
+func (fc *fence) beacon(ctx context.Context, s *shard) (*beacon, error) {
+	fc.mu.Lock()
+	if fc.beacons == nil {
+		fc.beacons = map[*backend]*beacon{}
+	}
+	b := fc.beacons[s.backend]
+	if b == nil {
+		b = &beacon{}
+		fc.beacons[s.backend] = b
+	}
+	fc.mu.Unlock()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if time.Since(b.checked) < beaconFresh {
+		return b, nil
+	}
+	start := time.Now()
+	data, err := s.client.Get(ctx, beaconKey).Bytes()
+	switch {
+	case errors.Is(err, redis.Nil):
+		b.cfg, b.rings = registry.Config{}, nil
+	case err != nil:
+		return nil, err
+	default:
+		var cfg registry.Config
+		if err := json.Unmarshal(data, &cfg); err != nil {
+			return nil, fmt.Errorf("beacon: %w", err)
+		}
+		if cfg.Version() != b.cfg.Version() {
+			var rings []ringIDs
+			for _, doc := range []json.RawMessage{cfg.Doc, cfg.PrevDoc} {
+				if len(doc) == 0 {
+					continue
+				}
+				_, r, err := parseRingDoc(doc, fc.vnodes)
+				if err != nil {
+					return nil, fmt.Errorf("beacon: %w", err)
+				}
+				rings = append(rings, r)
+			}
+			b.cfg, b.rings = cfg, rings
+		}
+	}
+	b.checked = start
+	return b, nil
+}
+
+// FleetStatus is what a client following a registry reports of itself.
+type FleetStatus struct {
+	Member  registry.Member  // as the last heartbeat described it
+	Version registry.Version // the config version the client follows
+	Fenced  bool
+	// LastHeartbeat is when the last successful heartbeat was sent.
+	LastHeartbeat time.Time
+	// Err is the last error following the registry, nil once it
+	// succeeds again.
+	Err error
+}
+
+// FleetStatus reports how the client follows its registry; ok is false
+// when it has none (Options.Registry).
+func (c *Client) FleetStatus() (st FleetStatus, ok bool) {
+	f := c.fleet
+	if f == nil {
+		return FleetStatus{}, false
+	}
+	v := *f.acked.Load()
+	st.Member = f.me
+	st.Member.Epoch, st.Member.Phase = v.Epoch, v.Phase
+	st.Version = v
+	st.Fenced = f.fenced.Load()
+	st.Member.Fenced = st.Fenced
+	f.mu.Lock()
+	st.LastHeartbeat, st.Err = f.sentOK, f.err
+	f.mu.Unlock()
+	return st, true
+}
+
+// routeOne routes cmd, again whenever it was held in Prepare and released.
+func (c *Client) routeOne(ctx context.Context, cmd redis.Cmder) error {
+	for {
+		err := c.process(ctx, cmd)
+		if err != errReroute {
+			return err
+		}
+		cmd.SetErr(nil)
+	}
+}
+
+// routeMany is routeOne for a pipeline or a transaction.
+func (c *Client) routeMany(ctx context.Context, cmds []redis.Cmder) error {
+	for {
+		err := c.processPipeline(ctx, cmds)
+		if err != errReroute {
+			return err
+		}
+		for _, cmd := range cmds {
+			cmd.SetErr(nil)
+		}
+	}
+}

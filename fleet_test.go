@@ -1,0 +1,422 @@
+package redshard_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/registry"
+)
+
+// fleet is miniredis shards and a miniredis registry.
+type fleet struct {
+	addrs []string
+	mini  []*miniredis.Miniredis
+	reg   registry.Registry
+	rdb   *redis.Client // the registry's server
+}
+
+const fleetTTL = 600 * time.Millisecond
+
+func newFleet(t *testing.T, n int) *fleet {
+	t.Helper()
+	f := &fleet{}
+	for range n {
+		m := miniredis.RunT(t)
+		f.mini = append(f.mini, m)
+		f.addrs = append(f.addrs, m.Addr())
+	}
+	f.rdb = redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
+	t.Cleanup(func() { _ = f.rdb.Close() })
+	f.reg = f.open(t)
+	return f
+}
+
+// open returns a registry of its own on the fleet's registry server.
+func (f *fleet) open(t *testing.T) registry.Registry {
+	t.Helper()
+	reg, err := registry.NewRedisOptions(f.rdb, "redshard:registry:test",
+		&registry.Options{PollInterval: 100 * time.Millisecond, MemberTTL: fleetTTL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Close() })
+	return reg
+}
+
+// doc is the config of the fleet's first n servers.
+func (f *fleet) doc(n int) json.RawMessage {
+	var shards []map[string]any
+	for i := range n {
+		shards = append(shards, map[string]any{"name": fmt.Sprintf("s%d", i), "addr": f.addrs[i]})
+	}
+	b, _ := json.Marshal(map[string]any{"shards": shards})
+	return b
+}
+
+func (f *fleet) client(t *testing.T, reg registry.Registry, id string) *redshard.Client {
+	t.Helper()
+	c, err := redshard.NewClient(&redshard.Options{Registry: reg, Fleet: &redshard.FleetOptions{MemberID: id},
+		Health: &redshard.HealthOptions{Disable: true}})
+	if err != nil {
+		t.Fatalf("NewClient: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func (f *fleet) apply(t *testing.T, ctx context.Context, doc json.RawMessage) redshard.ApplyReport {
+	t.Helper()
+	rep, err := redshard.Apply(ctx, f.reg, doc, redshard.ApplyOptions{Driver: "test",
+		Client: &redshard.Options{Health: &redshard.HealthOptions{Disable: true}}})
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	return rep
+}
+
+func TestFleetNeedsAConfig(t *testing.T) {
+	f := newFleet(t, 1)
+	_, err := redshard.NewClient(&redshard.Options{Registry: f.reg})
+	if !errors.Is(err, redshard.ErrInvalidOptions) {
+		t.Fatalf("NewClient on an empty registry: %v, want ErrInvalidOptions", err)
+	}
+	err = (&redshard.Options{Registry: f.reg, Shards: []redshard.Shard{{Name: "a", Addr: f.addrs[0]}}}).Validate()
+	if !errors.Is(err, redshard.ErrInvalidOptions) {
+		t.Fatalf("Shards with Registry: %v, want ErrInvalidOptions", err)
+	}
+}
+
+// TestFleetApplyUnderLoad: three processes' clients write and read while
+// a shard is added and then removed; every acknowledged write is read
+// back by every client, and the fleet ends on the last config.
+func TestFleetApplyUnderLoad(t *testing.T) {
+	f := newFleet(t, 3)
+	ctx := context.Background()
+	f.apply(t, ctx, f.doc(2))
+	var clients []*redshard.Client
+	for i := range 3 {
+		clients = append(clients, f.client(t, f.open(t), fmt.Sprintf("p%d", i)))
+	}
+	// Each writer owns its keys and remembers the last value acknowledged.
+	const keys = 60
+	var mu sync.Mutex
+	last := map[string]int{}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var errs atomic.Int64
+	for w, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 1; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := fmt.Sprintf("w%d:k%d", w, n%keys)
+				if err := c.Set(ctx, k, n, 0).Err(); err != nil {
+					errs.Add(1)
+					t.Errorf("SET %s: %v", k, err)
+					return
+				}
+				mu.Lock()
+				last[k] = n
+				mu.Unlock()
+				// Reads never go backwards: another client sees it too.
+				other := clients[(w+1)%len(clients)]
+				got, err := other.Get(ctx, k).Int()
+				if err != nil || got < n {
+					t.Errorf("GET %s through another client: %d, %v; want %d", k, got, err, n)
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond)
+	rep := f.apply(t, ctx, f.doc(3))
+	if len(rep.Phases) != 4 || rep.To.Phase != registry.Stable || rep.To.Epoch != 2 {
+		t.Errorf("adding a shard: %+v", rep)
+	}
+	if rep.Rebalance.Moved == 0 {
+		t.Errorf("adding a shard moved nothing: %+v", rep.Rebalance)
+	}
+	rep = f.apply(t, ctx, f.doc(2))
+	if rep.To.Epoch != 3 {
+		t.Errorf("removing it: %+v", rep)
+	}
+	close(stop)
+	wg.Wait()
+	for k, n := range last {
+		for i, c := range clients {
+			if got, err := c.Get(ctx, k).Int(); err != nil || got != n {
+				t.Errorf("client %d: GET %s = %d, %v; want %d", i, k, got, err, n)
+			}
+		}
+	}
+	for i, c := range clients {
+		st, _ := c.FleetStatus()
+		if st.Version != rep.To || st.Fenced {
+			t.Errorf("client %d: %+v, want on %s", i, st, rep.To)
+		}
+		if n := len(c.Shards()); n != 2 {
+			t.Errorf("client %d has %d shards", i, n)
+		}
+	}
+	if keys := f.mini[2].Keys(); len(keys) > 2 { // the beacon and the index may stay
+		t.Errorf("the removed server still holds %v", keys)
+	}
+	for _, p := range rep.Phases {
+		t.Logf("%s acknowledged by %d members after %v", p.Version, p.Members, p.Acked)
+	}
+}
+
+// keyMoving returns a key whose owner differs between the first n and
+// n+1 servers of f, and one whose owner does not.
+func keyMoving(t *testing.T, f *fleet, n int) (moving, staying string) {
+	t.Helper()
+	shards := func(k int) []redshard.Shard {
+		var out []redshard.Shard
+		for i := range k {
+			out = append(out, redshard.Shard{Name: fmt.Sprintf("s%d", i), Addr: f.addrs[i]})
+		}
+		return out
+	}
+	a, err := redshard.NewClient(&redshard.Options{Shards: shards(n), Health: &redshard.HealthOptions{Disable: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := redshard.NewClient(&redshard.Options{Shards: shards(n + 1), Health: &redshard.HealthOptions{Disable: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for i := 0; moving == "" || staying == ""; i++ {
+		k := fmt.Sprintf("key:%d", i)
+		x, _ := a.ShardFor(k)
+		y, _ := b.ShardFor(k)
+		if x != y && moving == "" {
+			moving = k
+		}
+		if x == y && staying == "" {
+			staying = k
+		}
+	}
+	return moving, staying
+}
+
+// TestFleetPrepareHoldsMovingKeys publishes Prepare by hand: a command on
+// a key that moves waits until Migrate and then runs on the key's new
+// owner, with its old value; a key that stays is served at once.
+func TestFleetPrepareHoldsMovingKeys(t *testing.T) {
+	f := newFleet(t, 2)
+	ctx := context.Background()
+	f.apply(t, ctx, f.doc(1))
+	c := f.client(t, f.reg, "p")
+	moving, staying := keyMoving(t, f, 1)
+	for _, k := range []string{moving, staying} {
+		if err := c.Set(ctx, k, "v0", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cur, _ := f.reg.Get(ctx)
+	prep := cur.Begin(f.doc(2), "hand", "test")
+	if err := f.reg.Publish(ctx, cur, prep); err != nil {
+		t.Fatal(err)
+	}
+	waitVersion(t, c, prep.Version())
+	if err := c.Set(ctx, staying, "v1", 0).Err(); err != nil {
+		t.Fatalf("SET of a key that stays, in prepare: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Append(ctx, moving, "+1").Err() }()
+	select {
+	case err := <-done:
+		t.Fatalf("APPEND on a moving key ran in prepare: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if f.mini[1].Exists(moving) {
+		t.Fatal("the key reached its new owner before migrate")
+	}
+	mig, _ := prep.Advance()
+	if err := f.reg.Publish(ctx, prep, mig); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("held APPEND: %v", err)
+	}
+	if got, _ := f.mini[1].Get(moving); got != "v0+1" {
+		t.Errorf("new owner holds %q, want v0+1", got)
+	}
+	if f.mini[0].Exists(moving) {
+		t.Error("the previous owner still holds the moved key")
+	}
+}
+
+// cutRegistry fails every call while cut, as a process cut off from the
+// registry sees it.
+type cutRegistry struct {
+	registry.Registry
+	cut atomic.Bool
+}
+
+var errCut = errors.New("cut off")
+
+func (r *cutRegistry) Heartbeat(ctx context.Context, m registry.Member) error {
+	if r.cut.Load() {
+		return errCut
+	}
+	return r.Registry.Heartbeat(ctx, m)
+}
+
+// Watch delivers nothing while cut.
+func (r *cutRegistry) Watch(ctx context.Context) (<-chan registry.Config, error) {
+	in, err := r.Registry.Watch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan registry.Config)
+	go func() {
+		defer close(out)
+		for cfg := range in {
+			if r.cut.Load() {
+				continue
+			}
+			select {
+			case out <- cfg:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+func (r *cutRegistry) Get(ctx context.Context) (registry.Config, error) {
+	if r.cut.Load() {
+		return registry.Config{}, errCut
+	}
+	return r.Registry.Get(ctx)
+}
+
+// TestFleetFence cuts one process off the registry: with no change in
+// flight it keeps serving everything once fenced; while a change it has
+// not seen runs, it refuses the keys that change moves (ErrFenced) and
+// serves the others; once back it catches up.
+func TestFleetFence(t *testing.T) {
+	f := newFleet(t, 2)
+	ctx := context.Background()
+	f.apply(t, ctx, f.doc(1))
+	cut := &cutRegistry{Registry: f.open(t)}
+	c := f.client(t, cut, "cut")
+	moving, staying := keyMoving(t, f, 1)
+	if err := c.Set(ctx, moving, "v0", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cut.cut.Store(true)
+	waitFenced(t, c, true)
+	if err := c.Set(ctx, moving, "v1", 0).Err(); err != nil {
+		t.Fatalf("fenced with no change in flight: %v", err)
+	}
+	// The change goes on without it: it is dropped after its lease.
+	applied := make(chan redshard.ApplyReport, 1)
+	go func() { applied <- f.apply(t, ctx, f.doc(2)) }()
+	var rep redshard.ApplyReport
+	select {
+	case rep = <-applied:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Apply did not go on without the cut-off process")
+	}
+	err := c.Set(ctx, moving, "stale", 0).Err()
+	if !errors.Is(err, redshard.ErrFenced) {
+		t.Fatalf("fenced SET of a moved key: %v, want ErrFenced", err)
+	}
+	t.Logf("fenced: %v", err)
+	if err := c.Set(ctx, staying, "ok", 0).Err(); err != nil {
+		t.Fatalf("fenced SET of a key that stays: %v", err)
+	}
+	cut.cut.Store(false)
+	waitFenced(t, c, false)
+	if st, _ := c.FleetStatus(); st.Version != rep.To {
+		t.Fatalf("caught up to %s, want %s", st.Version, rep.To)
+	}
+	if got, err := c.Get(ctx, moving).Result(); err != nil || got != "v1" {
+		t.Fatalf("after catching up: %q, %v; want v1", got, err)
+	}
+}
+
+func TestFleetApplyRefusals(t *testing.T) {
+	f := newFleet(t, 3)
+	ctx := context.Background()
+	f.apply(t, ctx, f.doc(1))
+	c := f.client(t, f.reg, "p")
+	if err := c.SetShards(ctx, nil); !errors.Is(err, redshard.ErrFleetManaged) {
+		t.Errorf("SetShards: %v, want ErrFleetManaged", err)
+	}
+	// A change stuck in prepare (its driver died): another config is
+	// refused, the same one resumes.
+	cur, _ := f.reg.Get(ctx)
+	prep := cur.Begin(f.doc(2), "stuck", "dead")
+	if err := f.reg.Publish(ctx, cur, prep); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := redshard.Apply(ctx, f.reg, f.doc(3), redshard.ApplyOptions{}); !errors.Is(err, redshard.ErrHandoffInProgress) {
+		t.Errorf("Apply of another config mid-change: %v, want ErrHandoffInProgress", err)
+	}
+	lock, err := f.reg.Lock(ctx, "other", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := redshard.Apply(ctx, f.reg, f.doc(2), redshard.ApplyOptions{}); !errors.Is(err, registry.ErrLocked) {
+		t.Errorf("Apply while another driver holds the lock: %v, want ErrLocked", err)
+	}
+	_ = lock.Unlock(ctx)
+	rep := f.apply(t, ctx, f.doc(2))
+	if rep.From != prep.Version() || rep.To.Epoch != prep.Epoch || rep.To.Phase != registry.Stable {
+		t.Errorf("resumed: %+v", rep)
+	}
+	waitVersion(t, c, rep.To)
+	if rep := f.apply(t, ctx, f.doc(2)); !rep.Unchanged {
+		t.Errorf("same config again: %+v", rep)
+	}
+}
+
+func waitVersion(t *testing.T, c *redshard.Client, v registry.Version) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, _ := c.FleetStatus()
+		if !st.Version.Less(v) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("client still on %s, want %s", st.Version, v)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func waitFenced(t *testing.T, c *redshard.Client, on bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if st, _ := c.FleetStatus(); st.Fenced == on {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("fenced is not %v after 10s", on)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
