@@ -48,8 +48,8 @@ type Client struct {
 
 	fleet   *follower // nil unless Options.Registry
 	flights *flights  // shared calls (hot reads, handoffs, loads), cancelled and awaited by Close
-	hot     *hotPath // nil when Options.HotKeys is nil
-	monitor *monitor // nil when health checks are off
+	hot     *hotPath  // nil when Options.HotKeys is nil
+	monitor *monitor  // nil when health checks are off
 	stats   counters
 	load    loader // GetOrLoad state (load.go); its zero value is ready
 }
