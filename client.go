@@ -135,7 +135,7 @@ func NewClient(opt *Options) (*Client, error) {
 		empty := &topology{gutterTTL: gutterTTL, flight: &inflight{}}
 		top, _, err := c.buildFleet(empty, registry.Config{}, first, f.ttl)
 		if err != nil {
-			f.cancel()
+			f.stop()
 			c.closeHot()
 			return nil, fmt.Errorf("redshard: the registry's config (%s): %w", first.Version(), err)
 		}

@@ -61,8 +61,10 @@ const (
 	// keys move (Apply).
 	beaconFresh = 250 * time.Millisecond
 	// fenceMargin is the part of the lease a process keeps in hand: it
-	// fences itself this much before the registry could drop it.
-	fenceMargin = 10 // percent
+	// fences itself this much before the registry could drop it. Fenced
+	// costs little (a beacon read per shard and quarter second), and the
+	// margin is what a command already on its way may still take.
+	fenceMargin = 50 // percent
 )
 
 // errReroute is returned by a command held in Prepare once the process has
@@ -203,14 +205,24 @@ func newFollower(c *Client, reg registry.Registry, fo *FleetOptions) (*follower,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cfg, err := reg.Get(ctx)
-	if err != nil {
-		return nil, cfg, fmt.Errorf("redshard: reading the registry: %w", err)
-	}
-	if cfg.Version() == (registry.Version{}) {
-		return nil, cfg, fmt.Errorf("%w: Registry: it holds no config yet (publish one with redshard apply)", ErrInvalidOptions)
+	// Join before reading: from now on a driver counts this process as
+	// late (it has acknowledged nothing), so no phase can be published
+	// past the one read below before this process has acknowledged it.
+	if err := reg.Heartbeat(ctx, f.me); err != nil {
+		return nil, registry.Config{}, fmt.Errorf("redshard: joining the registry: %w", err)
 	}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
+	cfg, err := reg.Get(ctx)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("redshard: reading the registry: %w", err)
+	case cfg.Version() == (registry.Version{}):
+		err = fmt.Errorf("%w: Registry: it holds no config yet (publish one with redshard apply)", ErrInvalidOptions)
+	}
+	if err != nil {
+		f.stop()
+		return nil, cfg, err
+	}
 	return f, cfg, nil
 }
 
