@@ -173,3 +173,8 @@ func describe(in Input, out Output) string {
 	}
 	return cmd + " -> " + res
 }
+
+// Model is the per-key register model, for histories recorded elsewhere
+// (the fleet test's ledgers of OS processes): Input and Output as here,
+// partitioned by key.
+var Model = model

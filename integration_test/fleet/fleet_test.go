@@ -1,0 +1,579 @@
+// Package fleet_test runs a fleet: OS processes (fleetproc work), each with
+// its own redshard client following a registry, writing, reading and
+// deleting one key space on real redis-servers while the test drives
+// membership changes through the registry (fleetproc apply): an add, a
+// re-weight, a removal, a rollback. Processes pick up each phase after a
+// random delay; one is cut off from the registry for longer than its
+// lease (it must fence itself); one is killed and restarted mid-change. At
+// the end the merged ledgers of acknowledged operations, and a final read
+// of every key, must be linearizable per key (porcupine), which is: no
+// acknowledged write lost, no deleted key back, no read going backwards.
+// It runs with a Redis registry and with an etcd one (an embedded etcd
+// server, in a fleetproc child).
+//
+// It is a module of its own because it needs etcd's client and server,
+// which the library's module does not require.
+package fleet_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/internal/modelcheck"
+	"github.com/redshard/redshard/internal/redistest"
+	"github.com/redshard/redshard/registry"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const keySpace = 64
+
+// needRedis skips (fails in CI) when redis-server is missing.
+func needRedis(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("redis-server is not installed (CI=true: failing instead of skipping)")
+		}
+		t.Skip("redis-server is not installed; skipping the fleet test")
+	}
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// fleetproc builds the fleet's process once per test binary.
+func fleetproc(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "fleetproc")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "fleetproc")
+		out, err := exec.Command("go", "build", "-o", binPath, "./fleetproc").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build ./fleetproc: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// proc is one running fleetproc.
+type proc struct {
+	id, ledger     string
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+	done           chan struct{}
+}
+
+func start(t *testing.T, bin string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(bin, args...), done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+func (p *proc) signal(sig syscall.Signal) { _ = p.cmd.Process.Signal(sig) }
+
+// stop ends a worker and returns its totals.
+func (p *proc) stop(t *testing.T) map[string]any {
+	t.Helper()
+	p.signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("worker %s did not stop; stderr:\n%s", p.id, p.stderr.String())
+	}
+	var tot map[string]any
+	if err := json.Unmarshal(p.stdout.Bytes(), &tot); err != nil {
+		t.Fatalf("worker %s: %v; exit %v; stdout %q; stderr:\n%s", p.id, err, p.cmd.ProcessState, p.stdout.String(), p.stderr.String())
+	}
+	return tot
+}
+
+func (p *proc) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// fleet is one run: the servers, the registry URL, the workers.
+type fleet struct {
+	t       *testing.T
+	bin     string
+	url     string
+	dir     string
+	servers []*redistest.Server
+	workers []*proc
+	gone    []*proc // killed or stopped
+	reports []string
+	seed    uint64
+}
+
+// doc is a config of the given servers (index → weight).
+func (f *fleet) doc(weights map[int]float64) string {
+	type shard struct {
+		Name   string  `json:"name"`
+		Addr   string  `json:"addr"`
+		Weight float64 `json:"weight"`
+	}
+	var shards []shard
+	for i, s := range f.servers {
+		if w, ok := weights[i]; ok {
+			shards = append(shards, shard{fmt.Sprintf("s%d", i), s.Addr(), w})
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"shards": shards})
+	path := filepath.Join(f.dir, fmt.Sprintf("doc-%d.json", len(f.reports)+rand.IntN(1<<30)))
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+	return path
+}
+
+// apply drives a change and logs its propagation.
+// report is fleetproc's Report.
+type report struct {
+	From, To registry.Version
+	Phases   []redshard.PhaseReport
+	Moved    int64
+}
+
+func (f *fleet) apply(what, doc string) report {
+	f.t.Helper()
+	out, err := exec.Command(f.bin, "apply", "--registry", f.url, "--doc", doc).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			f.t.Fatalf("apply %s: %v\n%s", what, err, ee.Stderr)
+		}
+		f.t.Fatalf("apply %s: %v", what, err)
+	}
+	var rep report
+	if err := json.Unmarshal(out, &rep); err != nil {
+		f.t.Fatalf("apply %s: %v: %s", what, err, out)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-9s → %s, moved %d keys:", what, rep.To, rep.Moved)
+	for _, p := range rep.Phases {
+		fmt.Fprintf(&b, " %s %v (%d members);", p.Version.Phase, p.Acked.Round(time.Millisecond), p.Members)
+	}
+	f.reports = append(f.reports, b.String())
+	f.t.Log(b.String())
+	return rep
+}
+
+func (f *fleet) worker(id string, extra ...string) *proc {
+	led := filepath.Join(f.dir, id+".ledger")
+	args := append([]string{"work", "--registry", f.url, "--id", id, "--ledger", led,
+		"--seed", fmt.Sprint(f.seed + uint64(len(f.workers)+len(f.gone))), "--keys", fmt.Sprint(keySpace)}, extra...)
+	p := start(f.t, f.bin, args...)
+	p.id, p.ledger = id, led
+	f.workers = append(f.workers, p)
+	return p
+}
+
+func (f *fleet) remove(p *proc) {
+	f.workers = slices.DeleteFunc(f.workers, func(q *proc) bool { return q == p })
+	f.gone = append(f.gone, p)
+}
+
+func newFleet(t *testing.T, url string) *fleet {
+	f := &fleet{t: t, bin: fleetproc(t), url: url, dir: t.TempDir(), seed: uint64(time.Now().UnixNano())}
+	t.Logf("seed %d", f.seed)
+	for range 4 {
+		f.servers = append(f.servers, redistest.Start(t))
+	}
+	return f
+}
+
+func TestFleetRedisRegistry(t *testing.T) {
+	needRedis(t)
+	reg := redistest.Start(t)
+	runFleet(t, newFleet(t, "redis://"+reg.Addr()+"/redshard:registry:fleet"))
+}
+
+func TestFleetEtcdRegistry(t *testing.T) {
+	needRedis(t)
+	f := newFleet(t, "")
+	f.url = "etcd://" + startEtcd(t, f.bin) + "/redshard/fleet"
+	runFleet(t, f)
+}
+
+// TestFleetPropagation measures the time from publishing a phase to the
+// last of 4 processes acknowledging it, with announcements and with
+// polling only (a watcher whose announcements are all lost), on a Redis
+// registry. Prepare includes the beacon wait (2 × 250ms from the beacon's
+// write, which precedes the publish).
+func TestFleetPropagation(t *testing.T) {
+	needRedis(t)
+	for _, mode := range []string{"announced", "polling only"} {
+		t.Run(mode, func(t *testing.T) {
+			reg := redistest.Start(t)
+			f := newFleet(t, "redis://"+reg.Addr()+"/redshard:registry:propagation")
+			f.apply("seed", f.doc(map[int]float64{0: 1, 1: 1}))
+			extra := []string{"--max-delay", "0"}
+			if mode == "polling only" {
+				extra = append(extra, "--poll-only")
+			}
+			for i := range 4 {
+				f.worker(fmt.Sprintf("p%d", i), extra...)
+			}
+			time.Sleep(500 * time.Millisecond)
+			var prepare, others []time.Duration
+			rounds := 6
+			if mode == "polling only" {
+				rounds = 3
+			}
+			for round := range rounds {
+				weights := map[int]float64{0: 1, 1: 1}
+				if round%2 == 0 {
+					weights[2] = 1
+				}
+				rep := f.apply(fmt.Sprintf("round %d", round), f.doc(weights))
+				for _, p := range rep.Phases {
+					if p.Version.Phase == registry.Prepare {
+						prepare = append(prepare, p.Acked)
+					} else {
+						others = append(others, p.Acked)
+					}
+				}
+			}
+			for _, p := range slices.Clone(f.workers) {
+				p.stop(t)
+				f.remove(p)
+			}
+			t.Logf("%s: prepare p50 %v max %v; migrate/commit/stable p50 %v p99 %v (%d phases)", mode,
+				quantile(prepare, 0.5), quantile(prepare, 1), quantile(others, 0.5), quantile(others, 0.99), len(others))
+		})
+	}
+}
+
+func quantile(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(q*float64(len(s))))].Round(time.Millisecond)
+}
+
+// runFleet is the scenario of the package comment.
+func runFleet(t *testing.T, f *fleet) {
+	three := map[int]float64{0: 1, 1: 1, 2: 1}
+	f.apply("seed", f.doc(three))
+	// Keys nobody touches move only by Rebalance.
+	cold := f.client(three)
+	ctx := context.Background()
+	for i := range coldKeys {
+		if err := cold.Set(ctx, fmt.Sprintf("cold:%d", i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = cold.Close()
+	for i := range 4 {
+		f.worker(fmt.Sprintf("p%d", i))
+	}
+	time.Sleep(500 * time.Millisecond)
+	f.apply("add", f.doc(map[int]float64{0: 1, 1: 1, 2: 1, 3: 1}))
+
+	// p1 is cut off for longer than its lease while s0's weight doubles:
+	// the change goes on without it once its lease is over, and it must
+	// refuse the keys the change moves.
+	cut := f.workers[1]
+	cut.signal(syscall.SIGUSR1)
+	reweighted := map[int]float64{0: 2, 1: 1, 2: 1, 3: 1}
+	f.apply("re-weight", f.doc(reweighted))
+
+	// p2 is killed mid-change and started again under a new id.
+	applied := make(chan struct{})
+	go func() {
+		defer close(applied)
+		f.apply("remove", f.doc(map[int]float64{0: 2, 2: 1, 3: 1}))
+	}()
+	time.Sleep(time.Duration(100+rand.IntN(500)) * time.Millisecond)
+	victim := f.workers[2]
+	victim.kill()
+	f.remove(victim)
+	f.worker("p2-restarted")
+	<-applied
+
+	cut.signal(syscall.SIGUSR2)
+	time.Sleep(3 * time.Second) // it catches up
+	f.apply("rollback", f.doc(reweighted))
+	time.Sleep(300 * time.Millisecond)
+
+	totals := map[string]map[string]any{}
+	for _, p := range slices.Clone(f.workers) {
+		totals[p.id] = p.stop(t)
+		f.remove(p)
+	}
+	for id, tot := range totals {
+		t.Logf("%s: %v", id, tot)
+	}
+	if tot := totals[cut.id]; tot["FencedSeen"] != true || tot["Fenced"].(float64) == 0 {
+		t.Errorf("the cut-off process did not fence itself, or refused nothing: %v", tot)
+	}
+	final := f.finalReads(reweighted)
+	ops := f.history(final)
+	check(t, ops)
+
+	c := f.client(reweighted)
+	defer c.Close()
+	lost := 0
+	for i := range coldKeys {
+		if n, err := c.Get(ctx, fmt.Sprintf("cold:%d", i)).Int(); err != nil || n != i {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Errorf("%d of %d keys moved by Rebalance alone were lost", lost, coldKeys)
+	}
+}
+
+const coldKeys = 2000
+
+// client is a plain redshard client on the given servers (a final ring:
+// nothing in flight).
+func (f *fleet) client(weights map[int]float64) *redshard.Client {
+	var shards []redshard.Shard
+	for i, s := range f.servers {
+		if w, ok := weights[i]; ok {
+			shards = append(shards, redshard.Shard{Name: fmt.Sprintf("s%d", i), Addr: s.Addr(), Weight: w})
+		}
+	}
+	c, err := redshard.NewClient(&redshard.Options{Shards: shards, Health: &redshard.HealthOptions{Disable: true}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return c
+}
+
+// finalReads reads every key from its owner on the final ring, once every
+// worker has stopped.
+func (f *fleet) finalReads(weights map[int]float64) []porcupine.Operation {
+	c := f.client(weights)
+	defer c.Close()
+	var ops []porcupine.Operation
+	for k := range keySpace {
+		key := fmt.Sprintf("k%03d", k)
+		call := time.Now().UnixNano()
+		v, err := c.Get(context.Background(), key).Result()
+		out := modelcheck.Output{Val: v}
+		switch {
+		case errors.Is(err, redis.Nil):
+			out.Nil = true
+		case err != nil:
+			f.t.Fatalf("final read of %s: %v", key, err)
+		}
+		ops = append(ops, porcupine.Operation{ClientId: 1000,
+			Input: modelcheck.Input{Kind: modelcheck.Get, Key: key, Via: "final read", Op: -1},
+			Call:  call, Output: out, Return: time.Now().UnixNano()})
+	}
+	return ops
+}
+
+// entry is a ledger line (fleetproc's Entry).
+type entry struct {
+	Proc    string `json:"p"`
+	Seq     int64  `json:"s"`
+	Begin   bool   `json:"b"`
+	Op      string `json:"op"`
+	Key     string `json:"k"`
+	Arg     string `json:"a"`
+	Call    int64  `json:"c"`
+	Return  int64  `json:"r"`
+	Nil     bool   `json:"nil"`
+	Val     string `json:"v"`
+	N       int64  `json:"n"`
+	Err     string `json:"e"`
+	Refused bool   `json:"x"`
+}
+
+// history merges every ledger into porcupine operations. A write that
+// began but never returned (its process was killed) may or may not have
+// happened: it is Unknown with an open-ended return. Refused commands
+// were never sent; failed reads say nothing.
+func (f *fleet) history(final []porcupine.Operation) []porcupine.Operation {
+	var ops []porcupine.Operation
+	for ci, p := range f.gone {
+		data, err := os.ReadFile(p.ledger)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		begun := map[int64]entry{}
+		ended := map[int64]entry{}
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var e entry
+			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+				continue // a line cut by the kill
+			}
+			if e.Begin {
+				begun[e.Seq] = e
+			} else {
+				ended[e.Seq] = e
+			}
+		}
+		add := func(e entry, ret int64, out modelcheck.Output) {
+			kind := map[string]modelcheck.Kind{"get": modelcheck.Get, "set": modelcheck.Set, "del": modelcheck.Del}[e.Op]
+			ops = append(ops, porcupine.Operation{ClientId: ci,
+				Input: modelcheck.Input{Kind: kind, Key: e.Key, Arg: e.Arg, Via: p.id},
+				Call:  e.Call, Output: out, Return: ret})
+		}
+		for seq, b := range begun {
+			if _, ok := ended[seq]; !ok {
+				add(b, math.MaxInt64, modelcheck.Output{Unknown: true, Err: "process killed"})
+			}
+		}
+		for _, e := range ended {
+			switch {
+			case e.Refused:
+			case e.Err != "" && e.Op == "get":
+			case e.Err != "":
+				add(e, math.MaxInt64, modelcheck.Output{Unknown: true, Err: e.Err})
+			default:
+				add(e, e.Return, modelcheck.Output{Nil: e.Nil, Val: e.Val, N: e.N})
+			}
+		}
+	}
+	return append(ops, final...)
+}
+
+// check runs porcupine on the history and, on failure, shows the keys
+// that fail.
+func check(t *testing.T, ops []porcupine.Operation) {
+	t.Helper()
+	byKey := map[string][]porcupine.Operation{}
+	unknown := 0
+	for _, op := range ops {
+		k := op.Input.(modelcheck.Input).Key
+		byKey[k] = append(byKey[k], op)
+		if op.Output.(modelcheck.Output).Unknown {
+			unknown++
+		}
+	}
+	keys := make([]string, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	bad := 0
+	for _, k := range keys {
+		switch porcupine.CheckOperationsTimeout(modelcheck.Model, byKey[k], 60*time.Second) {
+		case porcupine.Ok:
+		case porcupine.Illegal:
+			bad++
+			t.Errorf("key %s: history is not linearizable (%d operations)", k, len(byKey[k]))
+		default:
+			t.Logf("key %s: porcupine timed out on %d operations", k, len(byKey[k]))
+		}
+	}
+	t.Logf("checked %d operations (%d of unknown outcome) on %d keys: %d keys not linearizable", len(ops), unknown, len(keys), bad)
+}
+
+// startEtcd runs an etcd server (fleetproc etcd) and returns its client
+// address.
+func startEtcd(t *testing.T, bin string) string {
+	t.Helper()
+	client, peer := freeAddr(t), freeAddr(t)
+	cmd := exec.Command(bin, "etcd", t.TempDir(), client, peer)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = stdin.Close()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		ok := false
+		for sc.Scan() {
+			if sc.Text() == "etcd ready" && !ok {
+				ok = true
+				ready <- true
+			}
+		}
+		if !ok {
+			ready <- false
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+		_ = cmd.Wait()
+		close(done)
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatalf("etcd did not start: %s", stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("etcd did not start in 60s: %s", stderr.String())
+	}
+	return client
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
