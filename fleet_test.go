@@ -392,7 +392,7 @@ func TestFleetApplyRefusals(t *testing.T) {
 	}
 }
 
-func waitVersion(t *testing.T, c *redshard.Client, v registry.Version) {
+func waitVersion(t testing.TB, c *redshard.Client, v registry.Version) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -419,4 +419,88 @@ func waitFenced(t *testing.T, c *redshard.Client, on bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// BenchmarkFleet is the per-command cost of following a registry, on stub
+// shards (no I/O): a plain client, a fleet client with no change in
+// flight, and in Prepare and Migrate for a key whose owner stays and (in
+// Migrate) for one already handed off.
+func BenchmarkFleet(b *testing.B) {
+	ctx := context.Background()
+	var shards []redshard.Shard
+	var docShards []map[string]any
+	for i := range 5 {
+		s := redshard.Shard{Name: fmt.Sprint("s", i), Addr: fmt.Sprintf("127.0.0.1:%d", 1+i)}
+		shards = append(shards, s)
+		docShards = append(docShards, map[string]any{"name": s.Name, "addr": s.Addr})
+	}
+	doc := func(n int) json.RawMessage {
+		d, _ := json.Marshal(map[string]any{"shards": docShards[:n]})
+		return d
+	}
+	stub := func(_ redshard.Shard, o *redis.Options) *redis.Client {
+		cl := redis.NewClient(o)
+		cl.AddHook(absentStubHook{})
+		return cl
+	}
+	plain, err := redshard.NewClient(&redshard.Options{Shards: shards[:4], Health: &redshard.HealthOptions{Disable: true}, NewShardClient: stub})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer plain.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(b).Addr()})
+	defer rdb.Close()
+	reg := registry.NewRedis(rdb, "redshard:registry:bench")
+	defer reg.Close()
+	cur := registry.Initial(doc(4))
+	if err := reg.Publish(ctx, registry.Config{}, cur); err != nil {
+		b.Fatal(err)
+	}
+	c, err := redshard.NewClient(&redshard.Options{Registry: reg, Health: &redshard.HealthOptions{Disable: true}, NewShardClient: stub})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	run := func(name string, c *redshard.Client, key string) {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				c.Get(ctx, key)
+			}
+		})
+	}
+	probe, err := redshard.NewClient(&redshard.Options{Shards: shards, Health: &redshard.HealthOptions{Disable: true}, NewShardClient: stub})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer probe.Close()
+	var stayed, moved string // owner the same, or not, on 4 and on 5 shards
+	for i := 0; stayed == "" || moved == ""; i++ {
+		k := fmt.Sprint("bench:", i)
+		x, _ := plain.ShardFor(k)
+		y, _ := probe.ShardFor(k)
+		if x == y && stayed == "" {
+			stayed = k
+		} else if x != y && moved == "" {
+			moved = k
+		}
+	}
+	run("plain", plain, stayed)
+	run("fleet/stable", c, stayed)
+	next := cur.Begin(doc(5), "bench", "bench")
+	if err := reg.Publish(ctx, cur, next); err != nil {
+		b.Fatal(err)
+	}
+	waitVersion(b, c, next.Version())
+	mig, _ := next.Advance()
+	run("fleet/prepare/staying-key", c, stayed)
+	if err := reg.Publish(ctx, next, mig); err != nil {
+		b.Fatal(err)
+	}
+	waitVersion(b, c, mig.Version())
+	if err := c.Get(ctx, moved).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		b.Fatal(err)
+	}
+	run("fleet/migrate/staying-key", c, stayed)
+	run("fleet/migrate/moved-key", c, moved)
 }
