@@ -29,27 +29,22 @@
 // process (the root package's side):
 //
 //	Stable e     R₀ only: commands go to P.
-//	Prepare e+1  R₁ is known; no key moves. A command on a moving key
-//	             runs on P guarded: atomically on P, only if P has not
-//	             marked the key taken in this change; if it has, the
-//	             command follows the key as in Migrate. Beside Stable e:
-//	             nobody takes a key before Migrate, which is published
-//	             only once every process is in Prepare, so both run on P.
+//	Prepare e+1  R₁ is known; no key moves. A command on a key whose
+//	             server differs in R₁ waits until the process leaves
+//	             Prepare, then runs as in Migrate. Beside Stable e:
+//	             nobody moves a key; beside Migrate: a Prepare process
+//	             does not touch a moving key, so nothing reaches P after
+//	             a Migrate process took it.
 //	Migrate e+1  R₁ with handoff (docs/membership.md): a command on a
-//	             moving key first makes it settled on N — take (which
-//	             now also marks the key taken on P), settle, release —
-//	             then runs on N; Rebalance moves the rest. Beside
-//	             Prepare: a Prepare command on a taken key sees the mark
-//	             and follows the key to N, so nothing is written to or
-//	             read from P after the take (the lost write and the read
-//	             going backwards of membership.md's last section).
+//	             moving key first makes it settled on N — take, settle,
+//	             release — then runs on N; Rebalance moves the rest.
 //	Commit e+1   published once Rebalance has drained every P: commands
 //	             go straight to N, with no new take. Beside Migrate: a
 //	             Migrate take finds nothing left on P, and a move already
 //	             in flight is still refused at settle (settled sets stay).
 //	Stable e+1   R₁ only. Beside Commit: the same routing. No process is
 //	             in Migrate any more, so no move is in flight: settled
-//	             sets, taken marks and removed servers' clients can go.
+//	             sets and removed servers' clients can go.
 //
 // A change still in Prepare can be called off (Abort: Stable e+2 with
 // R₀): nothing has been taken. From Migrate on, going back is a new
