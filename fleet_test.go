@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,7 +26,7 @@ type fleet struct {
 	rdb   *redis.Client // the registry's server
 }
 
-const fleetTTL = 600 * time.Millisecond
+const fleetTTL = 2 * time.Second
 
 func newFleet(t *testing.T, n int) *fleet {
 	t.Helper()
@@ -261,6 +262,41 @@ func TestFleetPrepareHoldsMovingKeys(t *testing.T) {
 	}
 	if f.mini[0].Exists(moving) {
 		t.Error("the previous owner still holds the moved key")
+	}
+}
+
+// TestFleetHeldCommandEnds: a command held in Prepare ends with the
+// client's Close (redis.ErrClosed), and with a clear error once the hold
+// outlasts its bound when the change never reaches Migrate.
+func TestFleetHeldCommandEnds(t *testing.T) {
+	f := newFleet(t, 2)
+	ctx := context.Background()
+	f.apply(t, ctx, f.doc(1))
+	moving, _ := keyMoving(t, f, 1)
+	cur, _ := f.reg.Get(ctx)
+	prep := cur.Begin(f.doc(2), "stuck", "test")
+	if err := f.reg.Publish(ctx, cur, prep); err != nil {
+		t.Fatal(err)
+	}
+	c, err := redshard.NewClient(&redshard.Options{Registry: f.open(t), Health: &redshard.HealthOptions{Disable: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan error, 1)
+	go func() { held <- c.Set(ctx, moving, "x", 0).Err() }()
+	time.Sleep(50 * time.Millisecond)
+	_ = c.Close()
+	if err := <-held; !errors.Is(err, redis.ErrClosed) {
+		t.Errorf("held SET after Close: %v, want redis.ErrClosed", err)
+	}
+
+	c = f.client(t, f.open(t), "q")
+	err = c.Set(ctx, moving, "x", 0).Err()
+	if !errors.Is(err, redshard.ErrHandoffInProgress) || !strings.Contains(err.Error(), "migrate phase") {
+		t.Errorf("SET held past its bound: %v, want ErrHandoffInProgress naming the phase", err)
+	}
+	if f.mini[0].Exists(moving) || f.mini[1].Exists(moving) {
+		t.Error("a refused SET was written")
 	}
 }
 
