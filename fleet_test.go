@@ -24,6 +24,7 @@ type fleet struct {
 	mini  []*miniredis.Miniredis
 	reg   registry.Registry
 	rdb   *redis.Client // the registry's server
+	regm  *miniredis.Miniredis
 }
 
 const fleetTTL = 2 * time.Second
@@ -36,7 +37,8 @@ func newFleet(t *testing.T, n int) *fleet {
 		f.mini = append(f.mini, m)
 		f.addrs = append(f.addrs, m.Addr())
 	}
-	f.rdb = redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
+	f.regm = miniredis.RunT(t)
+	f.rdb = redis.NewClient(&redis.Options{Addr: f.regm.Addr()})
 	t.Cleanup(func() { _ = f.rdb.Close() })
 	f.reg = f.open(t)
 	return f
@@ -298,6 +300,32 @@ func TestFleetHeldCommandEnds(t *testing.T) {
 	if f.mini[0].Exists(moving) || f.mini[1].Exists(moving) {
 		t.Error("a refused SET was written")
 	}
+}
+
+// TestFleetRegistryDown: with no change in flight, the registry's server
+// going away stops nothing: the clients fence themselves, find every
+// server's beacon unchanged and serve every key; they come back when it
+// does.
+func TestFleetRegistryDown(t *testing.T) {
+	f := newFleet(t, 3)
+	ctx := context.Background()
+	f.apply(t, ctx, f.doc(3))
+	c := f.client(t, f.open(t), "p")
+	f.regm.Close()
+	waitFenced(t, c, true)
+	for i := range 300 {
+		k := fmt.Sprintf("key:%d", i)
+		if err := c.Set(ctx, k, i, 0).Err(); err != nil {
+			t.Fatalf("SET %s with the registry down: %v", k, err)
+		}
+		if n, err := c.Get(ctx, k).Int(); err != nil || n != i {
+			t.Fatalf("GET %s with the registry down: %d, %v", k, n, err)
+		}
+	}
+	if err := f.regm.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitFenced(t, c, false)
 }
 
 // cutRegistry fails every call while cut, as a process cut off from the
