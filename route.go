@@ -83,6 +83,11 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 	if info.Name == "randomkey" {
 		return top.randomKey(ctx, cmd)
 	}
+	if c.hot != nil && info.Name == "mget" {
+		if done, err := c.hot.mget(ctx, c, top, cmd, keys); done {
+			return err
+		}
+	}
 	rt, err := top.plan(ctx, cmd, info, keys)
 	if err != nil {
 		return err
