@@ -25,7 +25,13 @@ func (stubHook) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessPipe
 // overheadClients returns a redshard client over 4 shards and the client of
 // the shard that owns "bench:key", built the same way.
 func overheadClients(b *testing.B, stub bool) (*redshard.Client, *redis.Client) {
-	opt := &redshard.Options{}
+	return overheadClientsWith(b, stub, false)
+}
+
+// overheadClientsWith is overheadClients with Options.AutoPipeline set to
+// autopipe.
+func overheadClientsWith(b *testing.B, stub, autopipe bool) (*redshard.Client, *redis.Client) {
+	opt := &redshard.Options{AutoPipeline: autopipe}
 	if stub {
 		// Stub shards have no server: a heartbeat would mark them down.
 		opt.Health = &redshard.HealthOptions{Disable: true}
@@ -66,10 +72,17 @@ func BenchmarkClientOverhead(b *testing.B) {
 		for _, k := range mgetKeys {
 			c.Set(ctx, k, "v", 0)
 		}
+		apc, apDirect := overheadClientsWith(b, backend == "stub", true)
+		directAP, err := apDirect.AutoPipeline()
+		if err != nil {
+			b.Fatal(err)
+		}
+		// direct-autopipeline: the owning shard's own go-redis
+		// AutoPipeliner; redshard-autopipeline: Options.AutoPipeline.
 		clients := []struct {
 			name string
 			c    redis.Cmdable
-		}{{"direct", direct}, {"redshard", c}}
+		}{{"direct", direct}, {"redshard", c}, {"direct-autopipeline", directAP}, {"redshard-autopipeline", apc}}
 		for _, cl := range clients {
 			b.Run(backend+"/GET/"+cl.name, func(b *testing.B) {
 				b.ReportAllocs()
@@ -107,16 +120,36 @@ func BenchmarkClientOverhead(b *testing.B) {
 	}
 }
 
-// BenchmarkGetParallel shows the routing path under concurrency.
+// BenchmarkGetParallel shows the routing path under concurrency, with and
+// without Options.AutoPipeline, against the owning shard's own client (and
+// its AutoPipeliner).
 func BenchmarkGetParallel(b *testing.B) {
-	c, _ := overheadClients(b, true)
 	ctx := context.Background()
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			c.Get(ctx, "bench:key")
+	for _, autopipe := range []bool{false, true} {
+		c, direct := overheadClientsWith(b, true, autopipe)
+		var dc redis.Cmdable = direct
+		name := ""
+		if autopipe {
+			ap, err := direct.AutoPipeline()
+			if err != nil {
+				b.Fatal(err)
+			}
+			dc, name = ap, "-autopipeline"
 		}
-	})
+		for _, cl := range []struct {
+			name string
+			c    redis.Cmdable
+		}{{"direct" + name, dc}, {"redshard" + name, c}} {
+			b.Run(cl.name, func(b *testing.B) {
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						cl.c.Get(ctx, "bench:key")
+					}
+				})
+			})
+		}
+	}
 }
 
 // absentStubHook is stubHook, except that scripts (the take of a move)

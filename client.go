@@ -33,6 +33,7 @@ type Client struct {
 	// front is a go-redis client that never dials: it gives Client the whole
 	// command set, and its hooks route each command to a shard client.
 	*redis.Client
+	apFront *redis.Client // the front of Client.AutoPipeline's pipeliners (autopipeline.go)
 
 	cfg    *config // resolved Options; immutable
 	closed atomic.Bool
@@ -148,6 +149,7 @@ func NewClient(opt *Options) (*Client, error) {
 	}
 
 	c.Client = newFront(routeHook{c})
+	c.apFront = newAPFront(c)
 	c.startMonitor()
 	if c.fleet != nil {
 		if err := c.fleet.start(first); err != nil {
@@ -280,6 +282,9 @@ func (c *Client) Close() error {
 	if c.fleet != nil {
 		c.fleet.stop()
 	}
+	// The front first: it stops its AutoPipeliners, whose last batches
+	// are routed (and fail with redis.ErrClosed) while the shards are open.
+	frontErr := errors.Join(c.apFront.Close(), c.Client.Close())
 	c.flights.close()
 	if c.monitor != nil {
 		c.monitor.close()
@@ -314,8 +319,8 @@ func (c *Client) Close() error {
 		}
 	}
 	c.closeHot()
-	if err := c.Client.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
-		errs = append(errs, err)
+	if frontErr != nil && !errors.Is(frontErr, redis.ErrClosed) {
+		errs = append(errs, frontErr)
 	}
 	return errors.Join(errs...)
 }
@@ -410,25 +415,6 @@ func (c *Client) String() string {
 	}
 	b.WriteString(">")
 	return b.String()
-}
-
-// errAutoPipeline is returned by the AutoPipeline methods.
-var errAutoPipeline = fmt.Errorf("%w: AutoPipeline is not supported by redshard; use Pipelined, or a shard's own client", ErrNotSharded)
-
-// AutoPipeline is not supported: it returns an error wrapping ErrNotSharded.
-func (c *Client) AutoPipeline() (*redis.AutoPipeliner, error) { return nil, errAutoPipeline }
-
-// AutoPipelineWithOptions is not supported: it returns an error wrapping ErrNotSharded.
-func (c *Client) AutoPipelineWithOptions(*redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
-	return nil, errAutoPipeline
-}
-
-// AsyncAutoPipeline is not supported: it returns an error wrapping ErrNotSharded.
-func (c *Client) AsyncAutoPipeline() (*redis.AutoPipeliner, error) { return nil, errAutoPipeline }
-
-// AsyncAutoPipelineWithOptions is not supported: it returns an error wrapping ErrNotSharded.
-func (c *Client) AsyncAutoPipelineWithOptions(*redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
-	return nil, errAutoPipeline
 }
 
 var _ redis.UniversalClient = (*Client)(nil)

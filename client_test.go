@@ -545,7 +545,7 @@ func TestFrontNeverDials(t *testing.T) {
 	if got := cl.c.Get(ctx, "k").Val(); got != "v" {
 		t.Fatalf("GET after Conn().Set = %q", got)
 	}
-	if _, err := cl.c.AutoPipeline(); !errors.Is(err, redshard.ErrNotSharded) {
+	if ap, err := cl.c.AutoPipeline(); err != nil || ap.Set(ctx, "k2", "v", 0).Err() != nil {
 		t.Fatalf("AutoPipeline: %v", err)
 	}
 	if st := cl.c.Client.PoolStats(); st.TotalConns != 0 || st.Misses != 0 {

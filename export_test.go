@@ -1,6 +1,10 @@
 package redshard
 
-import "time"
+import (
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // SetRetireGrace shortens the grace period of removed shards' clients for
 // a test and returns a func that restores it.
@@ -16,4 +20,14 @@ func (c *Client) Retiring() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.retiring)
+}
+
+// ShardAutoPipeliner returns the AutoPipeliner of the named shard's
+// backend (Options.AutoPipeline), or nil.
+func (c *Client) ShardAutoPipeliner(name string) *redis.AutoPipeliner {
+	s, ok := c.top.Load().shard(name)
+	if !ok {
+		return nil
+	}
+	return s.ap
 }

@@ -218,15 +218,16 @@ func newHotPath(c *Client, opt *HotKeyOptions) (*hotPath, error) {
 // of a hot key goes to the local cache or a split copy.
 func (h *hotPath) process(ctx context.Context, top *topology, info command.Info, cmd redis.Cmder, keys []int, i int) error {
 	s := top.shards[i]
+	blocking := info.Flags&command.Blocking != 0
 	// Split-class commands (EXISTS, DEL, ...) come here only with one key.
 	if len(keys) == 0 || (info.Class != command.Keyed && (info.Class != command.Split || len(keys) != 1)) {
-		return s.client.Process(ctx, cmd)
+		return s.send(ctx, cmd, blocking)
 	}
 	args := cmd.Args()
 	// Neither Write nor ReadOnly (EVAL, FCALL, ...) may write: treat as a write.
 	if info.Flags&command.ReadOnly == 0 {
 		h.observe(args, keys)
-		err := s.client.Process(ctx, cmd)
+		err := s.send(ctx, cmd, blocking)
 		if h.split != nil && h.det.IsHot(command.Arg(args[keys[0]])) {
 			h.charge(s, 1)
 		}
@@ -239,7 +240,7 @@ func (h *hotPath) process(ctx context.Context, top *topology, info command.Info,
 		h.det.Observe(command.Arg(args[k]))
 	}
 	if len(keys) != 1 || !h.det.IsHot(key) {
-		return s.client.Process(ctx, cmd)
+		return s.send(ctx, cmd, blocking)
 	}
 	switch h.opt.Mitigation {
 	case LocalCache:
@@ -251,7 +252,7 @@ func (h *hotPath) process(ctx context.Context, top *topology, info command.Info,
 			return h.splitRead(ctx, top, info, i, key, keys[0], cmd)
 		}
 	}
-	return s.client.Process(ctx, cmd)
+	return s.send(ctx, cmd, blocking)
 }
 
 // written is told about every write that went through a path other than

@@ -50,7 +50,8 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 	}
 	var buf [8]int
 	info, keys, err := command.Lookup(cmd.Args(), buf[:0])
-	if err == nil && info.Flags&command.Blocking != 0 {
+	blocking := err == nil && info.Flags&command.Blocking != 0
+	if blocking {
 		// A blocking command may wait for ever; a change waits for it only
 		// briefly (see blockingGrace).
 		top.block()
@@ -71,7 +72,7 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 				if c.hot != nil {
 					return c.hot.process(ctx, top, info, cmd, keys, i)
 				}
-				return s.client.Process(ctx, cmd)
+				return s.send(ctx, cmd, blocking)
 			}
 			return c.processDown(ctx, top, info, cmd, keys, i)
 		}
@@ -81,6 +82,11 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 	}
 	if info.Name == "randomkey" {
 		return top.randomKey(ctx, cmd)
+	}
+	if c.hot != nil && info.Name == "mget" {
+		if done, err := c.hot.mget(ctx, c, top, cmd, keys); done {
+			return err
+		}
 	}
 	rt, err := top.plan(ctx, cmd, info, keys)
 	if err != nil {
@@ -99,7 +105,7 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 			if c.hot != nil && info.Class == command.Split && len(keys) == 1 {
 				return c.hot.process(ctx, top, info, cmd, keys, rt.direct) // EXISTS k, DEL k, ...
 			}
-			err := s.client.Process(ctx, cmd)
+			err := s.send(ctx, cmd, blocking)
 			if c.hot != nil && mayWrite(info) {
 				c.hot.written(top, info, cmd.Args(), keys)
 			}
@@ -112,12 +118,12 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 		if b := top.shards[s.shard]; b.down.Load() {
 			s.cmd.SetErr(b.downError())
 		} else {
-			_ = b.client.Process(ctx, s.cmd)
+			_ = b.send(ctx, s.cmd, blocking)
 		}
 	})
 	parallel(len(rt.after), func(i int) {
 		s := rt.after[i]
-		_ = top.shards[s.shard].client.Process(ctx, s.cmd)
+		_ = top.shards[s.shard].send(ctx, s.cmd, false)
 	})
 	rt.finish()
 	if c.hot != nil {

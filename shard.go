@@ -25,6 +25,12 @@ type backend struct {
 	id     string        // the server's identity (Shard.identity)
 	client *redis.Client // commands
 
+	// ap is client's blocking AutoPipeliner when Options.AutoPipeline is
+	// on (nil otherwise); ctxTimeout is client's ContextTimeoutEnabled.
+	// Both are set by newBackend and never change (see backend.send).
+	ap         *redis.AutoPipeliner
+	ctxTimeout bool
+
 	down    atomic.Bool                    // set by the health monitor
 	downErr atomic.Pointer[shardDownError] // what commands get while down, built once per outage
 	outage  outage                         // keys written to stand-ins while down (Failover)
@@ -65,6 +71,8 @@ func (c *Client) newBackend(s Shard) *backend {
 	// the hooks above it see a command cut off by markDown fail with the
 	// shard's ErrShardDown.
 	b.client.AddHook(failFast{b})
+	b.ap = c.shardAutoPipeliner(b.client)
+	b.ctxTimeout = b.client.Options().ContextTimeoutEnabled
 	return b
 }
 

@@ -43,6 +43,7 @@ type benchConfig struct {
 	cpuProfile string
 	preload    bool
 	cleanup    bool
+	autopipe   bool // also run redshard with Options.AutoPipeline
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -75,7 +76,12 @@ or the real one named by --add-shard); --kill-shard-at closes embedded
 shard-0 during the run. --compare goredis-ring runs the
 same workload, after redshard's run, through go-redis's redis.NewRing over the
 same shards (it ignores weights) and prints both side by side. --png FILE
-draws FILE-load.png (commands per 100ms per shard) and FILE-latency.png.`)
+draws FILE-load.png (commands per 100ms per shard) and FILE-latency.png.
+--autopipeline also runs redshard with Options.AutoPipeline (every command
+auto-pipelined on its shard), right after the plain redshard run, so that
+the runs of one invocation can be compared as same-run ratios. Each run
+reports the process's CPU time per operation (with embedded shards that
+includes the servers, which run in this process).`)
 	var c benchConfig
 	c.wl.register(f, "uniform")
 	c.src.register(f, "shards")
@@ -93,6 +99,7 @@ draws FILE-load.png (commands per 100ms per shard) and FILE-latency.png.`)
 	f.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole command to `file` (go tool pprof)")
 	f.BoolVar(&c.preload, "preload", true, "write every key before the run, so reads hit")
 	f.BoolVar(&c.cleanup, "cleanup", true, "with real servers, delete the workload's keys at the end")
+	f.BoolVar(&c.autopipe, "autopipeline", false, "also run redshard with Options.AutoPipeline, in the same invocation")
 	if err := f.parse(args, stdout); err != nil {
 		return err
 	}
@@ -157,9 +164,12 @@ draws FILE-load.png (commands per 100ms per shard) and FILE-latency.png.`)
 		defer pprof.StopCPUProfile()
 	}
 	systems := []string{"redshard"}
+	if c.autopipe {
+		systems = append(systems, "redshard-autopipeline")
+	}
 	switch {
 	case c.compare != "" && c.first:
-		systems = []string{c.compare, "redshard"}
+		systems = append([]string{c.compare}, systems...)
 	case c.compare != "":
 		systems = append(systems, c.compare)
 	}
@@ -418,10 +428,11 @@ type target interface {
 // redshardTarget is a redshard.Client whose shard clients count commands.
 type redshardTarget struct{ c *redshard.Client }
 
-func newRedshardTarget(fl *fleet, hot *redshard.HotKeyOptions, failover bool, cnt *counters) (*redshardTarget, error) {
+func newRedshardTarget(fl *fleet, hot *redshard.HotKeyOptions, failover, autopipe bool, cnt *counters) (*redshardTarget, error) {
 	opt := *fl.opt
 	opt.Shards = fl.shards()
 	opt.HotKeys = hot
+	opt.AutoPipeline = opt.AutoPipeline || autopipe
 	if failover {
 		h := redshard.HealthOptions{}
 		if opt.Health != nil {
@@ -542,6 +553,7 @@ type result struct {
 	hot       *redshard.HotStats
 	untraced  int64
 	runErrors []string
+	cpu       time.Duration // the process's CPU time (user+system) during the run
 }
 
 // runOne runs the workload through one system on fresh (or, for real
@@ -562,9 +574,10 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 	res := &result{system: system, weights: map[string]float64{}}
 	var tg target
 	switch system {
-	case "redshard":
+	case "redshard", "redshard-autopipeline":
 		hot := hotKeyOptions(c.mitigation, fl.opt.HotKeys, c.mitSet)
-		t, err := newRedshardTarget(fl, hot, c.failover, cnt)
+		ap := system == "redshard-autopipeline"
+		t, err := newRedshardTarget(fl, hot, c.failover, ap, cnt)
 		if err != nil {
 			return nil, err
 		}
@@ -575,6 +588,9 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 		}
 		if c.failover {
 			res.setting += ", failover"
+		}
+		if ap {
+			res.setting += ", AutoPipeline"
 		}
 	default:
 		tg = newRingTarget(fl, cnt)
@@ -601,11 +617,13 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 	stop := make(chan struct{})
 	timelineC := sampler(cnt, sampleStep, stop)
 	start := time.Now()
+	cpu0 := processCPU()
 	run := load(ctx, tg.cmdable(), &c.wl, keys, value, stop, nil)
 	c.events(ctx, start, tg, fl, res)
 	close(stop)
 	run.wait()
 	res.elapsed = time.Since(start)
+	res.cpu = processCPU() - cpu0
 	res.tl = <-timelineC
 	res.hot = tg.hotStats()
 	// Closing waits for the flights the client runs for callers, so every
@@ -616,6 +634,19 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 	}
 	res.t = run.total()
 	res.shards = cnt.snapshot()
+	if system == "redshard-autopipeline" {
+		// Batches run on the AutoPipeliner's context, not the workers':
+		// their commands are untraced. Count everything as load, and no
+		// operation as served locally (none is, without mitigation).
+		res.setting += " (shard commands counted untraced, heartbeats included)"
+		for i := range res.shards {
+			res.shards[i].traced += res.shards[i].untraced
+			res.shards[i].untraced = 0
+		}
+		if res.hot == nil {
+			res.t.local = 0
+		}
+	}
 	for _, s := range res.shards {
 		res.untraced += s.untraced
 	}

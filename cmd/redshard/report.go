@@ -102,6 +102,7 @@ func (r *result) metrics() [][2]string {
 	m := [][2]string{
 		{"ops", fmt.Sprintf("%d in %.2fs", t.ops, r.elapsed.Seconds())},
 		{"throughput", fmt.Sprintf("%.0f ops/s", r.throughput())},
+		{"CPU per op", r.cpuPerOp()},
 		{"latency p50", fmtDur(t.hist.quantile(0.5))},
 		{"latency p99", fmtDur(t.hist.quantile(0.99))},
 		{"latency p999", fmtDur(t.hist.quantile(0.999))},
@@ -286,4 +287,13 @@ func writeComparison(w io.Writer, results []*result) {
 	for _, r := range results {
 		fmt.Fprintln(w, r.check())
 	}
+}
+
+// cpuPerOp is the process's CPU time per operation of the run, or "-"
+// where it cannot be measured.
+func (r *result) cpuPerOp() string {
+	if r.cpu <= 0 || r.t.ops == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fµs", float64(r.cpu)/float64(r.t.ops)/1e3)
 }

@@ -1,0 +1,88 @@
+package redshard_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/redshard/redshard"
+)
+
+// TestHotMGetServesCachedKeys: a 16-key MGET with a celebrity key never
+// sends the celebrity to its shard while its reply is cached, and a write
+// through the client is read back at once.
+func TestHotMGetServesCachedKeys(t *testing.T) {
+	for _, autopipe := range []bool{false, true} {
+		t.Run(fmt.Sprintf("autopipeline=%v", autopipe), func(t *testing.T) {
+			hc := newHotCluster(t, 4, redshard.HotKeyOptions{Mitigation: redshard.LocalCache},
+				func(o *redshard.Options) { o.AutoPipeline = autopipe })
+			const celeb = "celebrity"
+			hc.c.Set(ctx, celeb, "v1", 0)
+			keys := []string{celeb}
+			for i := 0; i < 15; i++ {
+				k := fmt.Sprint("fan:", i)
+				keys = append(keys, k)
+				if i%3 != 0 { // some keys missing: nil in the reply
+					hc.c.Set(ctx, k, "f"+fmt.Sprint(i), 0)
+				}
+			}
+			keys[0], keys[7] = keys[7], keys[0] // the celebrity in the middle
+			hotWarm(t, hc.c, celeb)
+			h := newAPCountHook()
+			hc.c.AddHook(h)
+
+			check := func(want string) {
+				t.Helper()
+				vals, err := hc.c.MGet(ctx, keys...).Result()
+				if err != nil || len(vals) != len(keys) {
+					t.Fatalf("MGET = %v, %v", vals, err)
+				}
+				for i, k := range keys {
+					var w interface{}
+					switch {
+					case k == celeb:
+						w = want
+					case k[len("fan:"):] != "" && atoi(k[len("fan:"):])%3 != 0:
+						w = "f" + k[len("fan:"):]
+					}
+					if vals[i] != w {
+						t.Fatalf("MGET[%d] (%s) = %v, want %v", i, k, vals[i], w)
+					}
+				}
+			}
+			check("v1") // fills the cache: one GET of the celebrity
+			if n := h.count("get", celeb); n != 1 {
+				t.Fatalf("the first MGET read the celebrity %d times, want 1 (a GET that fills the cache)", n)
+			}
+			for i := 0; i < 50; i++ {
+				check("v1")
+			}
+			if n := h.count("get", celeb) + h.count("mget", celeb); n != 1 {
+				t.Fatalf("the celebrity was sent to its shard %d times while cached", n)
+			}
+			if n := h.count("mget", keys[0]); n != 51 {
+				t.Fatalf("the other keys were sent %d times, want 51", n)
+			}
+			hc.c.Set(ctx, celeb, "v2", 0) // evicts the cached reply before it returns
+			check("v2")
+			if n := h.count("get", celeb); n != 2 {
+				t.Fatalf("after a write, the celebrity was read %d times, want 2", n)
+			}
+			// A MGET of hot keys only sends nothing to the shards once cached.
+			before := h.cmds.Load() + h.pipes.Load()
+			if v, err := hc.c.MGet(ctx, celeb, celeb).Result(); err != nil || v[0] != "v2" || v[1] != "v2" {
+				t.Fatalf("MGET celebrity celebrity = %v, %v", v, err)
+			}
+			if after := h.cmds.Load() + h.pipes.Load(); after != before {
+				t.Fatalf("a MGET of cached keys sent %d commands", after-before)
+			}
+		})
+	}
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
