@@ -241,6 +241,12 @@ func (f *follower) start(first registry.Config) error {
 	f.mu.Lock()
 	f.sentOK = time.Now() // the lease starts now: nothing was acknowledged before
 	f.mu.Unlock()
+	// Acknowledge first at once: the join reported nothing, and a driver
+	// waits for this process until it does.
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
 	f.wg.Add(2)
 	go func() {
 		defer f.wg.Done()
