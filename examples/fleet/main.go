@@ -209,7 +209,7 @@ func sleep(ctx context.Context, d time.Duration) {
 // display prints Apply's progress: a line whenever the phase or the
 // processes on it change (redshard apply's display, in a few lines).
 type display struct {
-	w     io.Writer
+	w    io.Writer
 	mu   sync.Mutex // guards last
 	last string
 }
