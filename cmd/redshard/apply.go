@@ -85,6 +85,12 @@ $REDSHARD_REGISTRY_PASSWORD) or etcd://host:port/PREFIX.`)
 		return err
 	}
 	defer closeReg()
+	// Refuse at once, before the plan, while another apply holds the
+	// driver lock; Apply takes the lock itself (and refuses the same way
+	// if another apply started meanwhile).
+	if err := probeLock(ctx, reg, *driver); err != nil {
+		return applyError(ctx, reg, err)
+	}
 	cur, err := reg.Get(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the registry %s: %w", u, err)
@@ -125,6 +131,19 @@ $REDSHARD_REGISTRY_PASSWORD) or etcd://host:port/PREFIX.`)
 	}
 	writeApplyReport(stdout, rep)
 	return nil
+}
+
+// probeLock takes the registry's driver lock and releases it: it fails
+// with registry.ErrLocked, naming the holder, while another apply runs.
+func probeLock(ctx context.Context, reg registry.Registry, driver string) error {
+	if driver == "" {
+		driver = "redshard apply (checking the lock)"
+	}
+	lock, err := reg.Lock(ctx, driver, 5*time.Second)
+	if err != nil {
+		return fmt.Errorf("the driver lock: %w", err)
+	}
+	return lock.Unlock(ctx)
 }
 
 // writeApplyPlan prints what applying doc to a registry holding cur does.

@@ -236,9 +236,12 @@ func TestApplyRefusedWhileAnotherRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lock.Unlock(context.Background())
-	code, _, errOut := runCmd(t, "apply", "--registry", f.url, "--config", f.config(t, "a", "b"), "--yes")
+	code, out, errOut := runCmd(t, "apply", "--registry", f.url, "--config", f.config(t, "a", "b"), "--yes")
 	if code != exitFail || !strings.Contains(errOut, "another apply is driving the fleet") || !strings.Contains(errOut, `held by "alice@ops-1/4242"`) {
 		t.Errorf("apply while locked: exit %d, stderr:\n%s", code, errOut)
+	}
+	if out != "" {
+		t.Errorf("apply while locked printed a plan:\n%s", out)
 	}
 	if cur, _ := f.open(t).Get(context.Background()); cur.Epoch != 1 {
 		t.Errorf("a refused apply published %s", cur.Version())
@@ -358,4 +361,53 @@ func TestStatusOutput(t *testing.T) {
 	if !strings.Contains(b.String(), "none published yet") {
 		t.Errorf("status of an empty registry:\n%s", b.String())
 	}
+}
+
+func TestPhaseDisplay(t *testing.T) {
+	v1 := registry.Config{Epoch: 1, Phase: registry.Stable}
+	v2 := registry.Config{Epoch: 2, Phase: registry.Prepare}
+	on := func(id string, c registry.Config) registry.Member {
+		return registry.Member{ID: id, Epoch: c.Epoch, Phase: c.Phase}
+	}
+	members := []registry.Member{on("web-1", v2), on("web-2", v1), on("web-3", v1), {ID: "new"}}
+	p := redshard.ApplyProgress{Config: v2, Members: members, Late: []registry.Member{members[3], members[2], members[1]}, Waited: 1500 * time.Millisecond}
+	if got, want := phaseState(p), "epoch 2 prepare: 4 live, 1 on it, 2 on epoch 1 stable, 1 joining; late: new, web-2, web-3"; got != want {
+		t.Errorf("phaseState:\n got %q\nwant %q", got, want)
+	}
+
+	now := time.Unix(0, 0)
+	clock := func() time.Time { return now }
+	var live bytes.Buffer
+	d := &phaseDisplay{w: &live, live: true, now: clock}
+	d.progress(p)
+	now = now.Add(10 * time.Millisecond)
+	d.progress(p) // the same state, too soon: not redrawn
+	now = now.Add(liveEvery)
+	p.Members, p.Late = []registry.Member{on("web-1", v2)}, nil
+	d.progress(p)
+	d.end(true)
+	frames := strings.Split(live.String(), "\r")
+	if len(frames) != 3 || !strings.HasSuffix(live.String(), "\n") {
+		t.Fatalf("live display: %q, want two frames and a newline", live.String())
+	}
+	if first, second := frames[1], strings.TrimSuffix(frames[2], "\n"); len(second) != len(first) || !strings.Contains(second, "all acknowledged") {
+		t.Errorf("the second frame %q does not cover the first %q", second, first)
+	}
+
+	var log bytes.Buffer
+	d = &phaseDisplay{w: &log, now: clock}
+	d.progress(p)
+	d.progress(p) // nothing changed: no line
+	now = now.Add(logEvery)
+	d.progress(p) // still waiting after logEvery: a line
+	d.progress(redshard.ApplyProgress{Config: v2, Rebalancing: true})
+	d.end(true)
+	if n := strings.Count(log.String(), "\n"); n != 3 || strings.Contains(log.String(), "\r") {
+		t.Errorf("log display: %q, want 3 lines", log.String())
+	}
+
+	var nilDisplay *phaseDisplay
+	nilDisplay.progress(p)
+	nilDisplay.rebalance(redshard.RebalanceProgress{})
+	nilDisplay.end(false)
 }

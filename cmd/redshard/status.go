@@ -183,11 +183,13 @@ func phaseMeaning(p registry.Phase) string {
 	return string(p)
 }
 
-// age rounds a duration for display: 0.4s, 12s, 3m10s, 2h5m.
+// age rounds a duration for display: 3ms, 450ms, 4.2s, 12s, 3m10s.
 func age(d time.Duration) string {
 	switch {
 	case d < 0:
 		return "0s"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
 	case d < 10*time.Second:
 		return fmt.Sprintf("%.1fs", d.Seconds())
 	case d < time.Hour:
