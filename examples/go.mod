@@ -6,6 +6,7 @@ require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redshard/redshard v0.0.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (

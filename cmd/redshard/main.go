@@ -1,17 +1,22 @@
 // Command redshard is the operator's tool for a redshard fleet: it shows how
 // a shard list divides the key space, plans a membership change, moves the
-// keys after one, watches hot keys, and generates load.
+// keys after one, drives a fleet's change through its registry, watches hot
+// keys, and generates load.
 //
 //	redshard shares    --config fleet.json
 //	redshard plan      --config fleet.json --add cache-d=10.0.0.4:6379:2
 //	redshard rebalance --config fleet.json --add cache-d=10.0.0.4:6379:2 --yes
+//	redshard apply     --registry redis://10.0.0.9:6379/redshard:registry:web --config fleet.json
+//	redshard status    --registry redis://10.0.0.9:6379/redshard:registry:web
 //	redshard hotkeys   --workload celebrity
 //	redshard bench     --workload zipf --duration 10s --compare goredis-ring
 //
 // Every subcommand has --help. The shard list comes from a JSON file
 // (--config, format in docs/operations.md and redshard.LoadConfig) or from
 // repeated --shard name=host:port[:weight] flags; hotkeys and bench start
-// embedded miniredis shards when given neither.
+// embedded miniredis shards when given neither. apply and status work on a
+// fleet's registry (--registry redis://host:port/NAME or
+// etcd://host:port/PREFIX).
 //
 // Exit status: 0 on success, 1 when the work failed (a server, a bad
 // configuration file, keys that could not be moved, a panic), 2 for a
@@ -53,6 +58,8 @@ func init() {
 		{"shares", "each shard's share of the key space against its weight (no server needed)", runShares},
 		{"plan", "what a membership change would move, against hash mod N (no server needed)", runPlan},
 		{"rebalance", "change the shard list and move the keys that changed owner (needs --yes)", runRebalance},
+		{"apply", "change a fleet's ring through its registry, phase by phase, with a live display", runApply},
+		{"status", "a fleet registry's config and phase, and every live process", runStatus},
 		{"hotkeys", "run a workload and show the hottest keys, refreshed periodically", runHotkeys},
 		{"bench", "load generator: throughput, latency, per-shard load, hit rate", runBench},
 	}
@@ -69,6 +76,12 @@ func main() {
 // stack on stderr and returns exitFail (an unrecovered panic would exit 2,
 // the status of a usage error).
 func run(args []string, stdout, stderr io.Writer) (code int) {
+	return runContext(context.Background(), args, stdout, stderr)
+}
+
+// runContext is run under ctx: a subcommand stops when ctx is done, as on
+// Ctrl-C.
+func runContext(parent context.Context, args []string, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(stderr, "redshard: internal error: panic: %v\n\n%s", r, debug.Stack())
@@ -84,7 +97,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	case "-h", "-help", "--help", "help":
 		if len(args) > 1 {
 			// "redshard help plan" is "redshard plan --help".
-			return run([]string{args[1], "--help"}, stdout, stderr)
+			return runContext(parent, []string{args[1], "--help"}, stdout, stderr)
 		}
 		topUsage(stdout)
 		return exitOK
@@ -93,7 +106,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		if sc.name != name {
 			continue
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		ctx, stop := signal.NotifyContext(parent, os.Interrupt)
 		defer stop()
 		// go-redis's logger writes to stderr from its own goroutines.
 		stderr := &lockedWriter{w: stderr}
@@ -132,7 +145,9 @@ Commands:
 	}
 	fmt.Fprint(w, `
 The shard list comes from --config FILE (JSON; see docs/operations.md) or
-from repeated --shard name=host:port[:weight] flags.
+from repeated --shard name=host:port[:weight] flags. apply and status work
+on a fleet's registry: --registry redis://host:port/NAME or
+etcd://host:port/PREFIX.
 
 Run 'redshard <command> --help' for a command's flags. Every command takes
 --verbose to print go-redis's own log lines (failed dials, ...), which are

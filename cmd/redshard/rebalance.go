@@ -241,7 +241,12 @@ func (b *progressBar) finish(complete bool) {
 
 // writeReport prints Rebalance's report.
 func writeReport(w io.Writer, r redshard.RebalanceReport) {
-	fmt.Fprintf(w, "rebalance report (ring epoch %d, %s)\n", r.Epoch, r.Elapsed.Round(time.Millisecond))
+	writeReportTitled(w, fmt.Sprintf("rebalance report (ring epoch %d, %s)", r.Epoch, r.Elapsed.Round(time.Millisecond)), r)
+}
+
+// writeReportTitled prints Rebalance's report under title.
+func writeReportTitled(w io.Writer, title string, r redshard.RebalanceReport) {
+	fmt.Fprintln(w, title)
 	t := &table{}
 	t.add("scanned", fmt.Sprint(r.Scanned))
 	t.add("moved", fmt.Sprint(r.Moved), humanBytes(r.Bytes))

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/redshard/redshard/registry"
+	"github.com/redshard/redshard/registry/etcdregistry"
+)
+
+// registryPasswordEnv names the environment variable holding the password
+// of a Redis registry: secrets are never part of the URL.
+const registryPasswordEnv = "REDSHARD_REGISTRY_PASSWORD"
+
+// registryURL is a parsed --registry: redis://host:port/NAME or
+// etcd://host:port/PREFIX.
+type registryURL struct {
+	scheme string // "redis" or "etcd"
+	addr   string // host:port
+	name   string // the Redis registry's name, or the etcd key prefix (with its leading "/")
+}
+
+func (u registryURL) String() string {
+	if u.scheme == "etcd" {
+		return "etcd://" + u.addr + u.name
+	}
+	return "redis://" + u.addr + "/" + u.name
+}
+
+// parseRegistryURL parses a --registry value. The port is required; the
+// Redis name is the path after the first "/" (it may hold ":" and "/"),
+// the etcd prefix the whole path.
+func parseRegistryURL(s string) (registryURL, error) {
+	scheme, _, ok := strings.Cut(s, "://")
+	if !ok || (scheme != "redis" && scheme != "etcd") {
+		return registryURL{}, fmt.Errorf("%q: want redis://host:port/NAME or etcd://host:port/PREFIX", s)
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return registryURL{}, fmt.Errorf("%q: %w", s, err)
+	}
+	r := registryURL{scheme: scheme}
+	switch {
+	case u.User != nil:
+		return registryURL{}, fmt.Errorf("%q: credentials are not read from the URL (set %s for a Redis password)", s, registryPasswordEnv)
+	case u.RawQuery != "" || u.Fragment != "":
+		return registryURL{}, fmt.Errorf("%q: the URL takes no query or fragment", s)
+	}
+	host, port, err := net.SplitHostPort(u.Host)
+	if err != nil || host == "" {
+		return registryURL{}, fmt.Errorf("%q: want host:port after %s://", s, u.Scheme)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
+		return registryURL{}, fmt.Errorf("%q: bad port %q", s, port)
+	}
+	r.addr = u.Host
+	path := u.Path
+	if r.scheme == "redis" {
+		r.name = strings.TrimPrefix(path, "/")
+	} else {
+		r.name = path
+	}
+	if strings.Trim(r.name, "/") == "" {
+		what := "NAME (e.g. redis://" + u.Host + "/redshard:registry:web)"
+		if r.scheme == "etcd" {
+			what = "PREFIX (e.g. etcd://" + u.Host + "/redshard/registry/web)"
+		}
+		return registryURL{}, fmt.Errorf("%q: no registry %s", s, what)
+	}
+	return r, nil
+}
+
+// registryFlag registers --registry on f.
+func registryFlag(f *flags) *string {
+	return f.String("registry", "", "the fleet's registry: `URL` redis://host:port/NAME (NAME e.g. redshard:registry:web) or etcd://host:port/PREFIX")
+}
+
+// registryArg parses the --registry flag, which is required.
+func registryArg(v string) (registryURL, error) {
+	if v == "" {
+		return registryURL{}, usagef("no registry: give --registry redis://host:port/NAME or etcd://host:port/PREFIX")
+	}
+	u, err := parseRegistryURL(v)
+	if err != nil {
+		return registryURL{}, usagef("--registry %w", err)
+	}
+	return u, nil
+}
+
+// openRegistry connects to the registry u names. Closing what it returns
+// closes the registry and then its client. A Redis registry name that
+// does not start with "redshard:" gets a warning on stderr: redshard
+// clients hide such keys and Rebalance never moves them, should the
+// registry share a server with data.
+func openRegistry(u registryURL, stderr io.Writer) (registry.Registry, func(), error) {
+	switch u.scheme {
+	case "redis":
+		if !strings.HasPrefix(u.name, "redshard:") && !strings.HasPrefix(u.name, "{redshard:") {
+			fmt.Fprintf(stderr, "redshard: warning: registry name %q does not start with \"redshard:\"; if the registry's server holds data too, redshard clients will see its keys as data (and Rebalance may move them)\n", u.name)
+		}
+		rdb := redis.NewClient(&redis.Options{
+			Addr:        u.addr,
+			Password:    os.Getenv(registryPasswordEnv),
+			DialTimeout: 5 * time.Second,
+		})
+		reg, err := registry.NewRedisOptions(rdb, u.name, nil)
+		if err != nil {
+			_ = rdb.Close()
+			return nil, nil, err
+		}
+		return reg, func() { _ = reg.Close(); _ = rdb.Close() }, nil
+	case "etcd":
+		cli, err := clientv3.New(clientv3.Config{
+			Endpoints:   []string{"http://" + u.addr},
+			DialTimeout: 5 * time.Second,
+			Logger:      zap.NewNop(),
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("etcd %s: %w", u.addr, err)
+		}
+		reg, err := etcdregistry.NewOptions(cli, u.name, nil)
+		if err != nil {
+			_ = cli.Close()
+			return nil, nil, err
+		}
+		return reg, func() { _ = reg.Close(); _ = cli.Close() }, nil
+	}
+	return nil, nil, fmt.Errorf("registry %s: unknown scheme", u)
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/redshard/redshard"
+)
+
+// ringDoc is the part of a configuration file that a registry publishes:
+// the ring (shards and vnodes_per_weight), in the JSON LoadConfig reads.
+// Connection settings (password_env, tls, timeouts, ...) stay with each
+// process: they are not the fleet's to agree on.
+type ringDoc struct {
+	Shards          []docShard `json:"shards"`
+	VnodesPerWeight int        `json:"vnodes_per_weight,omitempty"`
+}
+
+type docShard struct {
+	Name   string  `json:"name"`
+	Addr   string  `json:"addr"`
+	Weight float64 `json:"weight,omitempty"`
+}
+
+// encodeRingDoc returns the registry document of opt's ring: its shards
+// sorted by name, each with its effective weight, so that the same ring
+// always gives the same document whatever the order of the file.
+func encodeRingDoc(opt *redshard.Options) (json.RawMessage, error) {
+	d := ringDoc{VnodesPerWeight: opt.VnodesPerWeight}
+	for _, s := range sortedShards(opt.Shards) {
+		if s.Failover != nil {
+			return nil, fmt.Errorf("shard %s: a Sentinel-managed shard cannot be published to a registry (the document holds addresses only)", s.Name)
+		}
+		d.Shards = append(d.Shards, docShard{Name: s.Name, Addr: s.Addr, Weight: weightOf(s)})
+	}
+	return json.Marshal(d)
+}
+
+// decodeRingDoc reads a registry document's ring. Fields other than
+// shards and vnodes_per_weight are ignored, as the clients ignore them.
+func decodeRingDoc(doc json.RawMessage) ([]redshard.Shard, int, error) {
+	var d ringDoc
+	if err := json.Unmarshal(doc, &d); err != nil {
+		return nil, 0, fmt.Errorf("the registry's document: %w", err)
+	}
+	shards := make([]redshard.Shard, len(d.Shards))
+	for i, s := range d.Shards {
+		shards[i] = redshard.Shard{Name: s.Name, Addr: s.Addr, Weight: s.Weight}
+	}
+	slices.SortFunc(shards, func(a, b redshard.Shard) int { return cmp.Compare(a.Name, b.Name) })
+	return shards, d.VnodesPerWeight, nil
+}
+
+// sameDoc reports whether two documents are the same JSON value, as
+// redshard.Apply compares them.
+func sameDoc(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return string(ja) == string(jb)
+}
