@@ -31,6 +31,7 @@ type spec struct {
 	State   string // ginkgo's: passed, failed, skipped, panicked, timedout, ...
 	Class   string
 	Message string // the failure's message; "" when it passed
+	Flaky   bool   // passed, on a second attempt
 }
 
 // ginkgoReport is the part of ginkgo's --json-report the runner reads.
@@ -41,6 +42,7 @@ type ginkgoReport []struct {
 		LeafNodeText            string
 		LeafNodeLocation        location
 		State                   string
+		NumAttempts             int
 		Failure                 struct {
 			Message        string
 			ForwardedPanic string
@@ -229,6 +231,7 @@ func readReport(path string, t refusalTexts, spans []itSpan) ([]spec, error) {
 			switch sr.State {
 			case "passed":
 				s.Class = classPassed
+				s.Flaky = sr.NumAttempts > 1
 			case "skipped", "pending":
 				s.Class = classSkipped
 			default:
@@ -272,11 +275,14 @@ func beforeSuitePassed(path string) bool {
 
 // counts is one row of the table.
 type counts struct {
-	Passed, NotSharded, CrossShard, Other, Leaked, Skipped int
+	Passed, NotSharded, CrossShard, Other, Leaked, Skipped, Flaky int
 }
 
-func (c *counts) add(class string) {
-	switch class {
+func (c *counts) add(s spec) {
+	if s.Flaky {
+		c.Flaky++
+	}
+	switch s.Class {
 	case classPassed:
 		c.Passed++
 	case classNotSharded:
@@ -295,14 +301,14 @@ func (c *counts) add(class string) {
 // printTables writes the summary table (one row per configuration) and the
 // per-group table (passed/refused/other per configuration) to w.
 func printTables(w *strings.Builder, configs []config, results map[string][]spec) {
-	fmt.Fprintf(w, "| configuration | passed | refused NotSharded / CrossShard | other failed | leaked* | skipped |\n")
+	fmt.Fprintf(w, "| configuration | passed (on a 2nd attempt) | refused NotSharded / CrossShard | other failed | leaked* | skipped |\n")
 	fmt.Fprintf(w, "|---|---|---|---|---|---|\n")
 	for _, c := range configs {
 		var n counts
 		for _, s := range results[c.Name] {
-			n.add(s.Class)
+			n.add(s)
 		}
-		fmt.Fprintf(w, "| %s | %d | %d / %d | %d | %d | %d |\n", c.Name, n.Passed, n.NotSharded, n.CrossShard, n.Other, n.Leaked, n.Skipped)
+		fmt.Fprintf(w, "| %s | %d (%d) | %d / %d | %d | %d | %d |\n", c.Name, n.Passed, n.Flaky, n.NotSharded, n.CrossShard, n.Other, n.Leaked, n.Skipped)
 	}
 	fmt.Fprintf(w, "\n*leaked: failed by a goroutine of an earlier spec that itself failed (not gated; that spec is).\n")
 	groups := map[string]map[string]*counts{}
@@ -316,7 +322,7 @@ func printTables(w *strings.Builder, configs []config, results map[string][]spec
 			if g[c.Name] == nil {
 				g[c.Name] = &counts{}
 			}
-			g[c.Name].add(s.Class)
+			g[c.Name].add(s)
 		}
 	}
 	names := make([]string, 0, len(groups))
@@ -359,6 +365,9 @@ func writeNonPassing(path string, configs []config, results map[string][]spec, t
 			baseline[s.Key] = s.Class
 		}
 		for _, s := range results[c.Name] {
+			if s.Flaky {
+				fmt.Fprintf(&b, "%s | flaky | %s | passed on its second attempt\n", c.Name, s.Key)
+			}
 			if s.Class == classPassed || (s.Class == classSkipped && baseline[s.Key] != classPassed) {
 				continue
 			}

@@ -33,8 +33,9 @@ import (
 // and cluster ports) are removed, together with the declarations only they
 // used (cluster, tlsCluster, initializeTLSCluster, cleanupTLSCluster); the
 // shim's own BeforeSuite points the suite at the runner's server instead.
-// newUniversalSubject's parameter *redis.Client becomes *subjectClient, as
-// in the spec files. Everything else is kept as it is.
+// The *redis.Client types of the helpers that take the specs' client
+// (mainRetype) become *subjectClient, as in the spec files. Everything else
+// is kept as it is; imports left unused by the removals are dropped.
 
 // mainDrops are the top-level declarations removed from main_test.go.
 var mainDrops = []string{"cluster", "tlsCluster", "initializeTLSCluster", "cleanupTLSCluster"}
