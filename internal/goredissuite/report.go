@@ -31,7 +31,7 @@ type spec struct {
 	State   string // ginkgo's: passed, failed, skipped, panicked, timedout, ...
 	Class   string
 	Message string // the failure's message; "" when it passed
-	Flaky   bool   // passed, on a second attempt
+	Line    int    // the It's line in File
 }
 
 // ginkgoReport is the part of ginkgo's --json-report the runner reads.
@@ -42,7 +42,6 @@ type ginkgoReport []struct {
 		LeafNodeText            string
 		LeafNodeLocation        location
 		State                   string
-		NumAttempts             int
 		Failure                 struct {
 			Message        string
 			ForwardedPanic string
@@ -227,11 +226,10 @@ func readReport(path string, t refusalTexts, spans []itSpan) ([]spec, error) {
 			if len(group) > 2 {
 				group = group[:2]
 			}
-			s := spec{Key: key, File: file, Group: strings.Join(group, " / "), State: sr.State}
+			s := spec{Key: key, File: file, Group: strings.Join(group, " / "), State: sr.State, Line: sr.LeafNodeLocation.LineNumber}
 			switch sr.State {
 			case "passed":
 				s.Class = classPassed
-				s.Flaky = sr.NumAttempts > 1
 			case "skipped", "pending":
 				s.Class = classSkipped
 			default:
@@ -275,13 +273,10 @@ func beforeSuitePassed(path string) bool {
 
 // counts is one row of the table.
 type counts struct {
-	Passed, NotSharded, CrossShard, Other, Leaked, Skipped, Flaky int
+	Passed, NotSharded, CrossShard, Other, Leaked, Skipped int
 }
 
 func (c *counts) add(s spec) {
-	if s.Flaky {
-		c.Flaky++
-	}
 	switch s.Class {
 	case classPassed:
 		c.Passed++
@@ -301,14 +296,14 @@ func (c *counts) add(s spec) {
 // printTables writes the summary table (one row per configuration) and the
 // per-group table (passed/refused/other per configuration) to w.
 func printTables(w *strings.Builder, configs []config, results map[string][]spec) {
-	fmt.Fprintf(w, "| configuration | passed (on a 2nd attempt) | refused NotSharded / CrossShard | other failed | leaked* | skipped |\n")
+	fmt.Fprintf(w, "| configuration | passed | refused NotSharded / CrossShard | other failed | leaked* | skipped |\n")
 	fmt.Fprintf(w, "|---|---|---|---|---|---|\n")
 	for _, c := range configs {
 		var n counts
 		for _, s := range results[c.Name] {
 			n.add(s)
 		}
-		fmt.Fprintf(w, "| %s | %d (%d) | %d / %d | %d | %d | %d |\n", c.Name, n.Passed, n.Flaky, n.NotSharded, n.CrossShard, n.Other, n.Leaked, n.Skipped)
+		fmt.Fprintf(w, "| %s | %d | %d / %d | %d | %d | %d |\n", c.Name, n.Passed, n.NotSharded, n.CrossShard, n.Other, n.Leaked, n.Skipped)
 	}
 	fmt.Fprintf(w, "\n*leaked: failed by a goroutine of an earlier spec that itself failed (not gated; that spec is).\n")
 	groups := map[string]map[string]*counts{}
@@ -354,8 +349,9 @@ func printTables(w *strings.Builder, configs []config, results map[string][]spec
 
 // writeNonPassing writes every spec that did not pass, per configuration
 // (skips by the plain client left out: the server lacks what they need),
-// with its class and the reason.
-func writeNonPassing(path string, configs []config, results map[string][]spec, t refusalTexts) error {
+// with its class and the reason; flaky holds the specs (config + " | " +
+// key) that failed in the run and passed when run again alone.
+func writeNonPassing(path string, configs []config, results map[string][]spec, flaky map[string]bool, t refusalTexts) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Specs of go-redis %s that did not pass, per configuration.\n", goRedisVersion)
 	fmt.Fprintf(&b, "# configuration | class | spec | reason (full failure messages: the ginkgo JSON reports next to this file)\n")
@@ -365,13 +361,14 @@ func writeNonPassing(path string, configs []config, results map[string][]spec, t
 			baseline[s.Key] = s.Class
 		}
 		for _, s := range results[c.Name] {
-			if s.Flaky {
-				fmt.Fprintf(&b, "%s | flaky | %s | passed on its second attempt\n", c.Name, s.Key)
-			}
 			if s.Class == classPassed || (s.Class == classSkipped && baseline[s.Key] != classPassed) {
 				continue
 			}
-			fmt.Fprintf(&b, "%s | %s | %s | %s\n", c.Name, s.Class, s.Key, t.reason(s.Class, s.Message))
+			class := s.Class
+			if flaky[c.Name+" | "+s.Key] {
+				class += " (flaky: passed when run again alone)"
+			}
+			fmt.Fprintf(&b, "%s | %s | %s | %s\n", c.Name, class, s.Key, t.reason(s.Class, s.Message))
 		}
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
