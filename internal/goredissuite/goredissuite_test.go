@@ -1,0 +1,229 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// These tests cover the runner's own logic (rewrite, classification,
+// allow-list, gate) without servers or go-redis; the runner itself is run
+// by .ci/run.
+
+const specSrc = `package redis_test
+
+import (
+	. "github.com/bsm/ginkgo/v2"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var _ = Describe("X", func() {
+	var client *redis.Client
+	BeforeEach(func() {
+		client = redis.NewClient(redisOptions())
+		other := redis.NewClusterClient(nil)
+		_ = other
+	})
+	It("works", func() { _ = redis.NewClient(&redis.Options{}) })
+})
+`
+
+func TestRewriteSpecFile(t *testing.T) {
+	out, st, err := rewriteSpecFile("x_test.go", []byte(specSrc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Constructors != 2 || st.Types != 1 || st.Dropped != 0 {
+		t.Errorf("stats %+v, want 2 constructors, 1 type", st)
+	}
+	s := string(out)
+	for _, want := range []string{"var client *subjectClient", "client = newSubjectClient(redisOptions())", "_ = newSubjectClient(&redis.Options{})", "redis.NewClusterClient(nil)"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("rewritten file lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "redis.NewClient(") || strings.Contains(s, "*redis.Client") {
+		t.Errorf("rewritten file still has a plain constructor or type:\n%s", s)
+	}
+}
+
+const mainSrc = `package redis_test
+
+import (
+	"os"
+
+	. "github.com/bsm/ginkgo/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/logging"
+)
+
+var cluster = 1
+
+var redisAddr = ":6379"
+
+// BeforeSuite connects to fixed ports.
+var _ = BeforeSuite(func() {
+	logging.Disable()
+	_ = cluster
+})
+
+var _ = AfterSuite(func() {})
+
+func cleanupTLSCluster() {}
+
+func newUniversalSubject(c *redis.Client) (redis.UniversalClient, func() error) {
+	_ = os.Getenv("X")
+	return c, c.Close
+}
+
+func connectTo(port string) *redis.Client { return nil }
+`
+
+func TestRewriteMainFile(t *testing.T) {
+	out, st, err := rewriteMainFile("main_test.go", []byte(mainSrc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Dropped != 4 || st.Types != 1 {
+		t.Errorf("stats %+v, want 4 dropped, 1 type", st)
+	}
+	s := string(out)
+	for _, gone := range []string{"BeforeSuite", "AfterSuite", "var cluster", "cleanupTLSCluster", "logging", "fixed ports"} {
+		if strings.Contains(s, gone) {
+			t.Errorf("rewritten main_test.go still has %q:\n%s", gone, s)
+		}
+	}
+	for _, want := range []string{"func newUniversalSubject(c *subjectClient)", "func connectTo(port string) *redis.Client", `var redisAddr = ":6379"`, `"os"`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("rewritten main_test.go lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+func TestExtractDecls(t *testing.T) {
+	src := `package redis_test
+
+import (
+	"bytes"
+	"strings"
+
+	. "github.com/bsm/gomega"
+)
+
+var _ = Describe("race", func() {})
+
+func bigVal() []byte { return bytes.Repeat([]byte{'*'}, 10) }
+
+func other() string { return strings.Repeat("x", 2) }
+`
+	out, err := extractDecls("race_test.go", []byte(src), []string{"bigVal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(out)
+	if !strings.Contains(s, "func bigVal()") || strings.Contains(s, "other") || strings.Contains(s, "Describe") ||
+		strings.Contains(s, "strings") || strings.Contains(s, "gomega") || !strings.Contains(s, `"bytes"`) {
+		t.Errorf("extracted:\n%s", s)
+	}
+	if _, err := extractDecls("race_test.go", []byte(src), []string{"missing"}); err == nil {
+		t.Error("extracting a missing declaration did not fail")
+	}
+}
+
+func TestClassify(t *testing.T) {
+	texts, err := readRefusalTexts(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ msg, class, reason string }{
+		{"Unexpected error:\n    <*fmt.wrapError | 0x1>: \n    " + texts.NotSharded + ": INFO: run it on each shard with Client.ForEachShard\n    {\n msg: \"...\"}",
+			classNotSharded, "not-sharded: INFO: run it on each shard with Client.ForEachShard"},
+		{"Expected\n    <*errors.errorString>: " + texts.CrossShard + "\nto be nil", classCrossShard, "cross-shard: " + texts.CrossShard},
+		{"Expected\n    <int64>: 0\nto equal\n    <int64>: 1", classOther, "other: Expected <int64>: 0 to equal <int64>: 1"},
+		{"Unexpected error:\n    <proto.RedisError>: \n    ERR unknown command 'waitAOF'\noccurred", classOther, "other: ERR unknown command 'waitAOF'"},
+	}
+	for _, c := range cases {
+		if got := texts.classify(c.msg); got != c.class {
+			t.Errorf("classify(%q) = %s, want %s", c.msg, got, c.class)
+		}
+		if got := texts.reason(c.class, c.msg); got != c.reason {
+			t.Errorf("reason(%q) = %q, want %q", c.msg, got, c.reason)
+		}
+	}
+}
+
+func TestGateAndAllowList(t *testing.T) {
+	texts, err := readRefusalTexts(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs := allConfigs
+	results := map[string][]spec{}
+	for _, c := range configs {
+		results[c.Name] = []spec{
+			{Key: "a", Class: classPassed},
+			{Key: "b", Class: classPassed},
+			{Key: "c", Class: classOther}, // fails on plain too: never gated
+		}
+	}
+	results["rs4-resp2"][0] = spec{Key: "a", Class: classCrossShard, Message: texts.CrossShard}
+	results["rs1-resp2"][0] = spec{Key: "a", Class: classCrossShard, Message: texts.CrossShard}
+	results["rs1-resp3"][1] = spec{Key: "b", Class: classNotSharded, Message: texts.NotSharded + ": INFO: use ForEachShard"}
+	results["rs4-resp3"][1] = spec{Key: "b", Class: classNotSharded, Message: texts.NotSharded + ": INFO: use ForEachShard"}
+	results["rs1-resp3"][2] = spec{Key: "c", Class: classNotSharded}
+
+	unexcused, _, cross := gate(configs, results, nil)
+	if cross != 1 || len(unexcused) != 3 {
+		t.Fatalf("gate without allow-list: %d cross-shard, unexcused %+v; want 1 (rs4-resp2 a), 3 (rs1-resp2 a, rs1-resp3 b, rs4-resp3 b)", cross, unexcused)
+	}
+	list := allowListFor(unexcused, texts)
+	want := "rs1-resp2 | a | cross-shard: " + texts.CrossShard + "\nrs1-resp3,rs4-resp3 | b | not-sharded: INFO: use ForEachShard\n"
+	if list != want {
+		t.Errorf("allowListFor:\n%s\nwant:\n%s", list, want)
+	}
+	file := filepath.Join(t.TempDir(), "allow.txt")
+	if err := writeAllowList(file, list+"rs* | gone | other: fixed since\n"); err != nil {
+		t.Fatal(err)
+	}
+	allow, err := readAllowList(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unexcused, excused, _ := gate(configs, results, allow)
+	if len(unexcused) != 0 || len(excused) != 3 {
+		t.Errorf("gate with allow-list: unexcused %+v, excused %d", unexcused, len(excused))
+	}
+	if !allow[0].used || !allow[1].used || allow[2].used {
+		t.Errorf("used: %v %v %v, want the last entry stale", allow[0].used, allow[1].used, allow[2].used)
+	}
+
+	if err := os.WriteFile(file, []byte("rs1 | spec without reason\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readAllowList(file); err == nil {
+		t.Error("a malformed line was accepted")
+	}
+}
+
+func TestFoldConfigs(t *testing.T) {
+	cases := map[string][]string{
+		"rs*":                 {"rs1-resp2", "rs1-resp3", "rs4-resp2", "rs4-resp3"},
+		"rs1-*":               {"rs1-resp2", "rs1-resp3"},
+		"rs1-resp2,rs4-*":     {"rs1-resp2", "rs4-resp2", "rs4-resp3"},
+		"rs4-resp3":           {"rs4-resp3"},
+		"rs1-*,rs4-resp2":     {"rs1-resp2", "rs1-resp3", "rs4-resp2"},
+		"rs1-resp3,rs4-*":     {"rs1-resp3", "rs4-resp2", "rs4-resp3"},
+		"rs1-resp2,rs4-resp3": {"rs1-resp2", "rs4-resp3"},
+	}
+	for want, set := range cases {
+		m := map[string]bool{}
+		for _, c := range set {
+			m[c] = true
+		}
+		if got := foldConfigs(m); got != want {
+			t.Errorf("foldConfigs(%v) = %q, want %q", set, got, want)
+		}
+	}
+}
