@@ -539,7 +539,7 @@ func TestFailoverWriteDuringCleanupNotHidden(t *testing.T) {
 	}
 	events := make(chan redshard.ShardStateChange, 16)
 	c, err := redshard.NewClient(&redshard.Options{Shards: cl.shards, Health: &redshard.HealthOptions{
-		Interval: 10 * time.Millisecond, Timeout: 50 * time.Millisecond, Failover: true, GutterTTL: time.Minute,
+		Interval: 20 * time.Millisecond, Timeout: 500 * time.Millisecond, FailureThreshold: 3, Failover: true, GutterTTL: time.Minute,
 		OnShardStateChange: func(e redshard.ShardStateChange) { events <- e }}})
 	if err != nil {
 		t.Fatal(err)
@@ -630,7 +630,9 @@ func TestCloseWaitsForHandoff(t *testing.T) {
 }
 
 // failoverCluster is n miniredis shards and a client with a fast heartbeat
-// and failover on, reporting state changes.
+// and failover on, reporting state changes. A closed miniredis refuses at
+// once, so a generous timeout costs nothing there, and keeps a loaded
+// machine's slow replies from marking live shards down.
 func failoverCluster(t *testing.T, n int) (*cluster, func(shard string, down bool)) {
 	cl := &cluster{mini: map[string]*miniredis.Miniredis{}}
 	for i := range n {
@@ -641,7 +643,7 @@ func failoverCluster(t *testing.T, n int) (*cluster, func(shard string, down boo
 	}
 	events := make(chan redshard.ShardStateChange, 64)
 	c, err := redshard.NewClient(&redshard.Options{Shards: cl.shards, Health: &redshard.HealthOptions{
-		Interval: 10 * time.Millisecond, Timeout: 50 * time.Millisecond, Failover: true, GutterTTL: time.Minute,
+		Interval: 20 * time.Millisecond, Timeout: 500 * time.Millisecond, FailureThreshold: 3, Failover: true, GutterTTL: time.Minute,
 		OnShardStateChange: func(e redshard.ShardStateChange) { events <- e }}})
 	if err != nil {
 		t.Fatal(err)
