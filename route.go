@@ -140,8 +140,10 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 // SELECT, CLIENT *, INFO, EVAL with numkeys 0, ...). Commands the table does
 // not know, and arguments it cannot parse (the server answers them), go too
 // unless a membership change is being handed off, when their keys may still
-// be on a removed shard. What redshard does itself (DBSIZE and KEYS without
-// its own keys, SCAN cursors, FLUSHDB during a change) keeps its path.
+// be on a removed shard. So do fanned-out commands whose merge keeps one
+// reply (CONFIG SET, FUNCTION LIST, ...). What redshard does itself (DBSIZE
+// and KEYS without its own keys, SCAN cursors, FLUSHDB during a change)
+// keeps its path.
 func (t *topology) single(info command.Info, keys []int, lookupErr error) bool {
 	if len(t.shards) != 1 {
 		return false
@@ -156,6 +158,8 @@ func (t *topology) single(info command.Info, keys []int, lookupErr error) bool {
 		return t.handoff == nil
 	case command.Keyed:
 		return len(keys) == 0
+	case command.Fanout: // one shard's reply is the answer: the server's own, errors included
+		return t.handoff == nil && ownReply(info.Merge)
 	}
 	return false
 }
@@ -519,7 +523,7 @@ func (t *topology) checkTxCommand(info command.Info, args []interface{}, keys []
 		}
 		return nil
 	case command.Fanout:
-		if info.Merge == command.MergeSame { // PING, ECHO: any shard answers alike
+		if info.Name == "ping" || info.Name == "echo" { // any shard answers alike
 			return nil
 		}
 		return fmt.Errorf("%w: %s inside a transaction would run on one shard only; run it outside with ForEachShard",

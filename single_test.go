@@ -175,3 +175,32 @@ func resText(v any, err error) string {
 }
 
 func toString(v any) string { return fmt.Sprint(v) }
+
+// On several shards, keyless commands with a defined merge fan out (SWAPDB
+// swaps every shard's databases, CLIENT SETNAME names a connection of each
+// shard), while the rest are refused with ErrNotSharded.
+func TestManyShardsKeylessFanOut(t *testing.T) {
+	cl := newCluster(t, 1, 1, 1)
+	for i := range 30 {
+		cl.c.Set(ctx, fmt.Sprintf("k:%d", i), i, 0)
+	}
+	if err := cl.c.Do(ctx, "swapdb", 0, 1).Err(); err != nil {
+		t.Fatalf("SWAPDB: %v", err)
+	}
+	for name, m := range cl.mini {
+		if n := len(m.DB(1).Keys()); n == 0 || len(m.Keys()) != 0 {
+			t.Fatalf("%s after SWAPDB: %d keys in DB 1, %d in DB 0", name, n, len(m.Keys()))
+		}
+	}
+	if err := cl.c.Do(ctx, "swapdb", 0, 1).Err(); err != nil || cl.c.DBSize(ctx).Val() != 30 {
+		t.Fatalf("SWAPDB back: %v, DBSIZE %d", err, cl.c.DBSize(ctx).Val())
+	}
+	if v, err := cl.c.Do(ctx, "client", "setname", "app").Result(); err != nil || v != "OK" {
+		t.Fatalf("CLIENT SETNAME = %v, %v", v, err)
+	}
+	for _, args := range [][]any{{"client", "getname"}, {"client", "id"}, {"select", 1}, {"hello", 3}, {"time"}, {"eval", "return 1", 0}} {
+		if err := cl.c.Do(ctx, args...).Err(); !errors.Is(err, redshard.ErrNotSharded) {
+			t.Errorf("%v on three shards: %v, want ErrNotSharded", args, err)
+		}
+	}
+}
