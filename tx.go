@@ -139,7 +139,8 @@ func (g txGuard) written(cmd redis.Cmder) {
 // shard, no membership change in progress and no hot-key layer, it is a
 // dedicated connection of that shard's client, as on a plain go-redis
 // client (SELECT, CLIENT SETNAME, CLIENT TRACKING and the like stick to
-// it). Otherwise it routes every command exactly as c does, over the
+// it; command hooks (AddCommandHook) do not see its commands, shard hooks
+// do). Otherwise it routes every command exactly as c does, over the
 // shards' pools, since no one connection reaches every shard. Close it
 // when done, as with go-redis.
 func (c *Client) Conn() *redis.Conn {
