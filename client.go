@@ -53,6 +53,8 @@ type Client struct {
 	monitor *monitor  // nil when health checks are off
 	stats   counters
 	load    loader // GetOrLoad state (load.go); its zero value is ready
+
+	pubsub pubsubHub // Subscribe's front client and multiplexers (pubsub.go); its zero value is ready
 }
 
 // topology is an immutable snapshot of the ring and the shard backends,
@@ -103,9 +105,9 @@ type shard struct {
 }
 
 // errFrontDial is what the front client's dialer says if anything ever asks
-// it for a connection (a PubSub not bound to a shard, Monitor, ...).
+// it for a connection (Monitor, a WithTimeout client's Subscribe, ...).
 var errFrontDial = fmt.Errorf("%w: this connection is not bound to a shard "+
-	"(use Subscribe/SSubscribe with channels of one shard, ShardFor, or ForEachShard)", ErrNotSharded)
+	"(use the Client's own Subscribe, PSubscribe and SSubscribe, ShardFor, or ForEachShard)", ErrNotSharded)
 
 // NewClient validates opt (see Options.Validate) and returns a client for
 // its shards. It does not contact the shards: connections are made on

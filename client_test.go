@@ -371,17 +371,6 @@ func TestPubSubOnOwnerShard(t *testing.T) {
 	if err != nil || msg.Payload != "hello" {
 		t.Fatalf("message = %v, %v", msg, err)
 	}
-	a, b := cl.twoShardKeys(t)
-	bad := cl.c.Subscribe(ctx, a, b)
-	defer bad.Close()
-	if _, err := bad.Receive(ctx); !errors.Is(err, redshard.ErrNotSharded) {
-		t.Fatalf("Subscribe across shards: %v", err)
-	}
-	pat := cl.c.PSubscribe(ctx, "n*")
-	defer pat.Close()
-	if _, err := pat.Receive(ctx); !errors.Is(err, redshard.ErrNotSharded) {
-		t.Fatalf("PSubscribe: %v", err)
-	}
 }
 
 // countingHook counts the commands it sees, as a metrics hook would, leaving
@@ -553,17 +542,19 @@ func TestFrontNeverDials(t *testing.T) {
 	}
 }
 
-func TestSubscribeShardsMergesShards(t *testing.T) {
+func TestSubscribeMergesShards(t *testing.T) {
 	cl := newCluster(t, 1, 1, 1)
 	a, b := cl.twoShardKeys(t)
 	chans := []string{"news:" + a, "news:" + b, a, b}
-	sub, err := cl.c.SubscribeShards(ctx, chans...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sub := cl.c.Subscribe(ctx, chans...)
 	defer sub.Close()
-	pat, err := cl.c.PSubscribeShards(ctx, "news:*")
-	if err != nil {
+	for range chans {
+		if _, err := sub.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pat := cl.c.PSubscribe(ctx, "news:*")
+	if _, err := pat.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, ch := range chans {

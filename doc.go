@@ -30,6 +30,11 @@
 //   - refused: keyless commands whose merged answer would be a lie (INFO,
 //     CLIENT ID, TIME, ...) fail with ErrNotSharded, and commands the table
 //     does not know with ErrUnknownCommand; use ForEachShard or ShardFor.
+//   - one shard: with a one-shard ring every command, keyless or unknown,
+//     goes to that shard as it is, as with a plain go-redis client.
+//   - Pub/Sub: Subscribe, PSubscribe and SSubscribe return a go-redis
+//     PubSub whose channels live on their owners and patterns on every
+//     shard, merged into one stream that follows membership changes.
 //
 // Pipelines are split per shard and run in parallel; transactions run on
 // one shard or not at all.

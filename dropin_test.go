@@ -221,11 +221,13 @@ func TestRawPubSubNumSub(t *testing.T) {
 	for i := range 4 {
 		channels = append(channels, cl.keysOn(t, fmt.Sprintf("shard-%d", i), "ch", 1)[0])
 	}
-	ps, err := cl.c.SubscribeShards(ctx, channels[:3]...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ps := cl.c.Subscribe(ctx, channels[:3]...)
 	defer ps.Close()
+	for range 3 {
+		if _, err := ps.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	args := []interface{}{"pubsub", "numsub"}
 	want := []interface{}{}
 	for i, ch := range []string{channels[2], channels[0], channels[3], channels[1]} {

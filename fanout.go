@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -21,12 +23,83 @@ func (t *topology) planFanout(cmd redis.Cmder, info command.Info) route {
 			subs[i] = sub{shard: i, cmd: redis.NewIntCmd(context.Background(), "eval", dbsizeScript, 1, internalIndex)}
 			continue
 		}
+		if i == 0 && ownReply(info.Merge) {
+			// The caller's command takes the first shard's reply, whatever
+			// its type (FUNCTION LIST, COMMAND INFO, ...); the others'
+			// replies are compared with it.
+			subs[i] = sub{shard: i, cmd: cmd}
+			continue
+		}
 		subs[i] = sub{shard: i, cmd: cmd.Clone()}
 	}
 	return route{direct: -1, subs: subs, finish: func() { t.mergeFanout(cmd, info, subs) }}
 }
 
+// ownReply reports whether a merge keeps one shard's reply as it is, so
+// the caller's command can be sent to that shard.
+func ownReply(m command.Merge) bool {
+	return m == command.MergeSame || m == command.MergeAllOK || m == command.MergeKill
+}
+
+// sameReply reports whether two commands' replies are equal: as printed,
+// or once every list in them is put in order (a server lists functions,
+// users or commands in its hash tables' order, which differs between
+// servers that hold the same things).
+func sameReply(a, b redis.Cmder) bool {
+	if a.String() == b.String() {
+		return true
+	}
+	x, okx := replyValue(a)
+	y, oky := replyValue(b)
+	return okx && oky && canonical(x) == canonical(y)
+}
+
+// replyValue returns what cmd's Val method returns.
+func replyValue(cmd redis.Cmder) (reflect.Value, bool) {
+	m := reflect.ValueOf(cmd).MethodByName("Val")
+	if !m.IsValid() || m.Type().NumIn() != 0 || m.Type().NumOut() != 1 {
+		return reflect.Value{}, false
+	}
+	return m.Call(nil)[0], true
+}
+
+// canonical prints v with the elements of every slice sorted.
+func canonical(v reflect.Value) string {
+	switch v.Kind() {
+	case reflect.Interface, reflect.Pointer:
+		if v.IsNil() {
+			return "nil"
+		}
+		return canonical(v.Elem())
+	case reflect.Slice, reflect.Array:
+		parts := make([]string, v.Len())
+		for i := range parts {
+			parts[i] = canonical(v.Index(i))
+		}
+		slices.Sort(parts)
+		return "[" + strings.Join(parts, ",") + "]"
+	case reflect.Struct:
+		parts := make([]string, v.NumField())
+		for i := range parts {
+			parts[i] = canonical(v.Field(i))
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	case reflect.Map:
+		parts := make([]string, 0, v.Len())
+		for it := v.MapRange(); it.Next(); {
+			parts = append(parts, canonical(it.Key())+":"+canonical(it.Value()))
+		}
+		slices.Sort(parts)
+		return "map[" + strings.Join(parts, ",") + "]"
+	}
+	return fmt.Sprintf("%#v", v)
+}
+
 func (t *topology) mergeFanout(cmd redis.Cmder, info command.Info, subs []sub) {
+	if info.Merge == command.MergeKill {
+		t.mergeKill(cmd, subs)
+		return
+	}
 	for _, s := range subs {
 		err := s.cmd.Err()
 		if err != nil && !(err == redis.Nil && info.Merge == command.MergeAny) {
@@ -36,16 +109,16 @@ func (t *topology) mergeFanout(cmd redis.Cmder, info command.Info, subs []sub) {
 	}
 	switch info.Merge {
 	case command.MergeAllOK, command.MergeSame:
-		// The commands are identical, so equal String()s mean equal replies.
-		ref := subs[0].cmd.String()
+		// The commands are identical, so equal replies print alike. The
+		// caller's command, subs[0], holds the first shard's reply.
 		for _, s := range subs[1:] {
-			if got := s.cmd.String(); got != ref {
-				cmd.SetErr(fmt.Errorf("redshard: %s: shards disagree: %s says %q, %s says %q",
-					displayName(info.Name), t.shards[subs[0].shard].Name, ref, t.shards[s.shard].Name, got))
+			if !sameReply(subs[0].cmd, s.cmd) {
+				cmd.SetErr(fmt.Errorf("%w: %s: the shards' replies differ (%s: %.200q; %s: %.200q), so no one reply is the answer; "+
+					"run it on each shard with ForEachShard", ErrNotSharded, displayName(info.Name),
+					t.shards[subs[0].shard].Name, subs[0].cmd.String(), t.shards[s.shard].Name, s.cmd.String()))
 				return
 			}
 		}
-		setResult(cmd, value(subs[0].cmd))
 	case command.MergeSum:
 		var sum int64
 		for _, s := range subs {
@@ -95,6 +168,31 @@ func (t *topology) mergeFanout(cmd redis.Cmder, info command.Info, subs []sub) {
 	default:
 		cmd.SetErr(mergeErr(info, cmd))
 	}
+}
+
+// mergeKill merges FUNCTION KILL and SCRIPT KILL: OK if a shard killed
+// what it was running, NOTBUSY only if none was running anything.
+func (t *topology) mergeKill(cmd redis.Cmder, subs []sub) {
+	var notBusy, other error
+	for _, s := range subs {
+		switch err := s.cmd.Err(); {
+		case err == nil:
+			cmd.SetErr(nil)
+			setResult(cmd, value(s.cmd))
+			return
+		case redis.HasErrorPrefix(err, "NOTBUSY"):
+			if notBusy == nil {
+				notBusy = err
+			}
+		case other == nil:
+			other = t.shardErr(s.shard, err)
+		}
+	}
+	if other != nil {
+		cmd.SetErr(other)
+		return
+	}
+	cmd.SetErr(notBusy)
 }
 
 func mergeErr(info command.Info, c redis.Cmder) error {

@@ -2,172 +2,150 @@ package redshard
 
 import (
 	"context"
-	"errors"
-	"fmt"
+	"net"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
-// Subscribe subscribes to channels on the shard that owns them: PUBLISH
-// through a Client goes to the shard that owns the channel name (hash tags
-// honoured), so subscribers and publishers meet there. All channels must
-// live on one shard (check with ShardFor, or put them under one {hash tag});
-// later pubsub.Subscribe calls on the returned PubSub must name channels of
-// that same shard. With no channel, or channels on several shards, the
-// returned PubSub is bound to no shard: its Receive and Channel report an
-// error wrapping ErrNotSharded (use SubscribeShards). It never dials
-// anything but a shard. A subscription stays on the shard it was made on:
-// after SetShards moves a channel to another shard, subscribe again.
+// Pub/Sub across shards.
+//
+// PUBLISH and SPUBLISH go to the shard that owns the channel name, so a
+// subscriber must listen there, and a pattern can match channels of every
+// shard. A *redis.PubSub reads one connection, so Subscribe and its
+// siblings return a PubSub of a private front client whose dialer returns a
+// local multiplexer (mux, pubsub_mux.go) instead of a socket: it speaks
+// RESP2 to the PubSub, subscribes each channel on its owner's shard and
+// each pattern on every shard through one go-redis PubSub per shard
+// (pubsub_link.go, RESP2 or RESP3 as the shard is configured), and merges
+// what they receive. Everything a PubSub does (Subscribe, Unsubscribe,
+// Channel, Receive, Ping, its reconnects) works unchanged on top of it.
+
+// Subscribe subscribes to channels, wherever they live, and returns a
+// go-redis PubSub: its later Subscribe, PSubscribe, SSubscribe and
+// unsubscribe calls, Channel, Receive, ReceiveMessage and Ping behave as on
+// a single server. Each channel is subscribed on the shard its PUBLISH
+// goes to (hash tags honoured); a subscription is confirmed (Receive
+// returns its *redis.Subscription) once that shard has confirmed it, so a
+// message published after the confirmation is delivered. Messages of every
+// shard arrive on the one PubSub. Subscriptions follow membership changes:
+// after SetShards a channel whose owner changed is subscribed on its new
+// owner (and, until the change is released, also on the old one, where
+// processes still on the previous ring publish). While a shard is down,
+// Receive reports an error for it once, and its subscriptions are made
+// when it is back. Close the PubSub when done, as with go-redis.
 func (c *Client) Subscribe(ctx context.Context, channels ...string) *redis.PubSub {
-	return c.subscribe(ctx, channels, (*redis.Client).Subscribe)
+	return c.pubsubFront().Subscribe(ctx, channels...)
 }
 
-// SSubscribe subscribes to sharded channels (SPUBLISH), with the same
-// placement rules as Subscribe.
-func (c *Client) SSubscribe(ctx context.Context, channels ...string) *redis.PubSub {
-	return c.subscribe(ctx, channels, (*redis.Client).SSubscribe)
-}
-
-// PSubscribe is not supported: a pattern can match channels on every shard,
-// which one *redis.PubSub (one connection) cannot follow. The returned
-// PubSub reports an error wrapping ErrNotSharded. Use PSubscribeShards,
-// which subscribes to the patterns on every shard.
+// PSubscribe subscribes to patterns on every shard, since a pattern can
+// match channels owned by any of them; otherwise as Subscribe.
 func (c *Client) PSubscribe(ctx context.Context, patterns ...string) *redis.PubSub {
-	return c.Client.PSubscribe(ctx, patterns...)
+	return c.pubsubFront().PSubscribe(ctx, patterns...)
 }
 
-func (c *Client) subscribe(ctx context.Context, channels []string,
-	sub func(*redis.Client, context.Context, ...string) *redis.PubSub,
-) *redis.PubSub {
-	top, err := c.topology()
-	if err == nil && len(channels) > 0 {
-		i := top.ring.LookupIndex(channels[0])
-		same := true
-		for _, ch := range channels[1:] {
-			same = same && top.ring.LookupIndex(ch) == i
-		}
-		if same {
-			return sub(top.shards[i].client, ctx, channels...)
-		}
-	}
-	// The front client's dialer refuses, so this PubSub reports errFrontDial.
-	return sub(c.Client, ctx, channels...)
+// SSubscribe subscribes to shard channels (SPUBLISH) on their owners;
+// otherwise as Subscribe.
+func (c *Client) SSubscribe(ctx context.Context, channels ...string) *redis.PubSub {
+	return c.pubsubFront().SSubscribe(ctx, channels...)
 }
 
-// MultiPubSub is a subscription spread over several shards: one
-// *redis.PubSub per shard involved, their messages merged into one
-// channel. Create it with SubscribeShards or PSubscribeShards; it is safe
-// for concurrent use and must be closed.
-type MultiPubSub struct {
-	subs []*redis.PubSub
-	ch   chan *redis.Message
-	wg   sync.WaitGroup // the forwarding goroutines
+// pubsubHub is a Client's Pub/Sub state: the front client the PubSubs come
+// from, the live multiplexers, and the goroutine that moves their
+// subscriptions when the ring changes and closes them when the Client
+// closes. Its zero value is ready; it is safe for concurrent use.
+type pubsubHub struct {
+	once  sync.Once
+	front *redis.Client // set by once
 
-	closeOnce sync.Once
-	closeErr  error
+	mu    sync.Mutex        // guards muxes
+	muxes map[*mux]struct{} // open multiplexers
 }
 
-// SubscribeShards subscribes to channels that may live on several shards:
-// each channel is subscribed on the shard its PUBLISH goes to. It returns
-// once every subscription is confirmed, so a message published after it
-// returns is delivered. Like Subscribe, it follows the ring of the moment
-// it is called: after SetShards, subscribe again.
-func (c *Client) SubscribeShards(ctx context.Context, channels ...string) (*MultiPubSub, error) {
-	top, err := c.topology()
-	if err != nil {
-		return nil, err
-	}
-	groups := map[int][]string{}
-	for _, ch := range channels {
-		i := top.ring.LookupIndex(ch)
-		groups[i] = append(groups[i], ch)
-	}
-	m := &MultiPubSub{ch: make(chan *redis.Message, 100)}
-	for i, chans := range groups {
-		if err := m.add(ctx, top.shards[i], top.shards[i].client.Subscribe(ctx, chans...), len(chans)); err != nil {
-			_ = m.Close()
-			return nil, err
-		}
-	}
-	m.start()
-	return m, nil
-}
+// ringPoll is how often the hub looks for a new ring (SetShards, the end
+// of a change). Reading an atomic pointer costs nothing; the interval
+// bounds how long after SetShards a moved channel's subscription follows.
+const ringPoll = 20 * time.Millisecond
 
-// PSubscribeShards subscribes to patterns on every shard, since a pattern
-// can match channels owned by any of them. It returns once every
-// subscription is confirmed.
-func (c *Client) PSubscribeShards(ctx context.Context, patterns ...string) (*MultiPubSub, error) {
-	top, err := c.topology()
-	if err != nil {
-		return nil, err
-	}
-	m := &MultiPubSub{ch: make(chan *redis.Message, 100)}
-	for _, s := range top.shards {
-		if err := m.add(ctx, s, s.client.PSubscribe(ctx, patterns...), len(patterns)); err != nil {
-			_ = m.Close()
-			return nil, err
-		}
-	}
-	m.start()
-	return m, nil
-}
-
-// add waits for n subscription confirmations on ps and keeps it.
-func (m *MultiPubSub) add(ctx context.Context, s *shard, ps *redis.PubSub, n int) error {
-	m.subs = append(m.subs, ps)
-	for ; n > 0; n-- {
-		msg, err := ps.Receive(ctx)
-		if err != nil {
-			return fmt.Errorf("redshard: subscribing on shard %s: %w", s.Shard, err)
-		}
-		if _, ok := msg.(*redis.Subscription); !ok {
-			return fmt.Errorf("redshard: subscribing on shard %s: unexpected %T", s.Shard, msg)
-		}
-	}
-	return nil
-}
-
-func (m *MultiPubSub) start() {
-	for _, ps := range m.subs {
-		in := ps.Channel()
-		m.wg.Go(func() {
-			for msg := range in {
-				m.ch <- msg
-			}
+// pubsubFront returns the front client of the Client's PubSubs, creating
+// it and the hub's goroutine on first use. After Close it is closed, so
+// its PubSubs report redis.ErrClosed.
+func (c *Client) pubsubFront() *redis.Client {
+	h := &c.pubsub
+	h.once.Do(func() {
+		h.muxes = map[*mux]struct{}{}
+		h.front = redis.NewClient(&redis.Options{
+			Addr:            "redshard-pubsub:0", // never resolved: the dialer makes a mux
+			Protocol:        2,
+			DisableIdentity: true,
+			MaxRetries:      -1,
+			PoolSize:        1,
+			ReadTimeout:     -1,
+			WriteTimeout:    -1, // a mux never blocks a write
+			MaintNotificationsConfig: &maintnotifications.Config{
+				Mode: maintnotifications.ModeDisabled,
+			},
+			Dialer: func(context.Context, string, string) (net.Conn, error) { return c.newMux() },
 		})
+		if !c.flights.running.enter() { // closed already
+			_ = h.front.Close()
+			return
+		}
+		go c.followRing()
+	})
+	return h.front
+}
+
+// followRing reroutes every mux's subscriptions when the ring changes, and
+// closes the front client and the muxes when the Client closes.
+func (c *Client) followRing() {
+	defer c.flights.running.leave()
+	h := &c.pubsub
+	last := c.top.Load()
+	tick := time.NewTicker(ringPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.flights.ctx.Done():
+			_ = h.front.Close() // closes the muxes it holds; theirs contexts are done already
+			return
+		case <-tick.C:
+		}
+		top := c.top.Load()
+		if top == last {
+			continue
+		}
+		last = top
+		h.mu.Lock()
+		all := make([]*mux, 0, len(h.muxes))
+		for m := range h.muxes {
+			all = append(all, m)
+		}
+		h.mu.Unlock()
+		for _, m := range all {
+			m.reroute(top)
+		}
 	}
 }
 
-// Channel returns the merged channel of messages. It is closed by Close.
-// A consumer that stops reading holds up every shard's subscription.
-func (m *MultiPubSub) Channel() <-chan *redis.Message { return m.ch }
-
-// Close unsubscribes on every shard and closes Channel. It is idempotent.
-// Messages still buffered for a consumer that stopped reading are dropped.
-func (m *MultiPubSub) Close() error {
-	m.closeOnce.Do(func() {
-		var errs []error
-		for _, ps := range m.subs {
-			if err := ps.Close(); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		// Drain so forwarders blocked on a full m.ch can finish.
-		done := make(chan struct{})
-		go func() {
-			m.wg.Wait()
-			close(done)
-		}()
-		for drained := false; !drained; {
-			select {
-			case <-m.ch:
-			case <-done:
-				drained = true
-			}
-		}
-		close(m.ch)
-		m.closeErr = errors.Join(errs...)
+// newMux is the front client's dialer: a new multiplexer, registered with
+// the hub until it closes.
+func (c *Client) newMux() (net.Conn, error) {
+	if c.closed.Load() {
+		return nil, redis.ErrClosed
+	}
+	m := newMux(c)
+	h := &c.pubsub
+	h.mu.Lock()
+	h.muxes[m] = struct{}{}
+	h.mu.Unlock()
+	context.AfterFunc(m.ctx, func() {
+		m.shutdown(errMuxClosed)
+		h.mu.Lock()
+		delete(h.muxes, m)
+		h.mu.Unlock()
 	})
-	return m.closeErr
+	return m, nil
 }

@@ -2,6 +2,7 @@ package redshard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -59,7 +60,7 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 	} else {
 		defer top.exit()
 	}
-	if err == nil && (info.Class == command.Keyed || info.Class == command.Channel) {
+	if err == nil && len(keys) > 0 && (info.Class == command.Keyed || info.Class == command.Channel) {
 		// The hot path: one shard, the caller's command object, no allocation.
 		var i int
 		if i, err = top.owner(info, cmd.Args(), keys); err == nil {
@@ -76,6 +77,9 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 			}
 			return c.processDown(ctx, top, info, cmd, keys, i)
 		}
+	}
+	if top.single(info, keys, err) {
+		return c.processSingle(ctx, top, info, cmd)
 	}
 	if err != nil {
 		return err
@@ -134,6 +138,53 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 		}
 	}
 	return cmd.Err()
+}
+
+// single reports whether a command goes, exactly as it is, to the ring's
+// only shard, as it would to a plain go-redis client on that server:
+// connection-state, server and scripting commands with no key (HELLO,
+// SELECT, CLIENT *, INFO, EVAL with numkeys 0, ...). Commands the table does
+// not know, and arguments it cannot parse (the server answers them), go too
+// unless a membership change is being handed off, when their keys may still
+// be on a removed shard. So do fanned-out commands whose merge keeps one
+// reply (CONFIG SET, FUNCTION LIST, ...). What redshard does itself (DBSIZE
+// and KEYS without its own keys, SCAN cursors, FLUSHDB during a change)
+// keeps its path.
+func (t *topology) single(info command.Info, keys []int, lookupErr error) bool {
+	if len(t.shards) != 1 {
+		return false
+	}
+	if lookupErr != nil {
+		return t.handoff == nil && errors.Is(lookupErr, command.ErrMalformed)
+	}
+	switch info.Class {
+	case command.NotSharded:
+		return true
+	case command.Unknown:
+		return t.handoff == nil
+	case command.Keyed:
+		return len(keys) == 0
+	case command.Fanout: // one shard's reply is the answer: the server's own, errors included
+		return t.handoff == nil && ownReply(info.Merge)
+	}
+	return false
+}
+
+// processSingle sends cmd as it is to the ring's only shard (see single).
+// A script or command whose keys are unknown may write any key, so the
+// hot-key layer forgets what it holds.
+func (c *Client) processSingle(ctx context.Context, top *topology, info command.Info, cmd redis.Cmder) error {
+	s := top.shards[0]
+	if s.down.Load() {
+		err := s.downError()
+		cmd.SetErr(err)
+		return err
+	}
+	err := s.client.Process(ctx, cmd)
+	if c.hot != nil && mayWrite(info) && (info.Class != command.NotSharded || info.Flags&command.Write != 0) {
+		c.hot.invalidateAll()
+	}
+	return err
 }
 
 // flushDuringChange runs FLUSHDB or FLUSHALL while a membership change is
@@ -256,7 +307,10 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 	for _, cmd := range cmds {
 		info, keys, err := command.Lookup(cmd.Args(), buf[:0])
 		var rt route
-		if err == nil {
+		switch {
+		case top.single(info, keys, err):
+			rt, err = route{direct: 0}, nil
+		case err == nil:
 			rt, err = top.plan(ctx, cmd, info, keys)
 		}
 		if err == nil {
@@ -396,7 +450,9 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 	var buf [8]int
 	for _, cmd := range cmds {
 		info, keys, err := command.Lookup(cmd.Args(), buf[:0])
-		if err == nil {
+		if top.single(info, keys, err) {
+			err = nil
+		} else if err == nil {
 			err = top.checkTxCommand(info, cmd.Args(), keys, &target, &firstKey)
 		}
 		if err == nil {
@@ -416,6 +472,9 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 	if err := c.handOffAll(ctx, top, moved); err != nil {
 		setCmdsErr(cmds, err)
 		return err
+	}
+	if target < 0 && len(top.shards) == 1 {
+		target = 0 // keyless: the only shard has every key
 	}
 	if target < 0 {
 		err := fmt.Errorf("%w: transaction names no key, so no shard can be chosen; "+
@@ -444,6 +503,12 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 // callback) can run on the transaction's shard. *target is the shard chosen
 // so far (-1: none yet) and *firstKey the key that chose it.
 func (t *topology) checkTxCommand(info command.Info, args []interface{}, keys []int, target *int, firstKey *string) error {
+	if t.single(info, keys, nil) || len(t.shards) == 1 && t.handoff == nil && info.Class == command.Fanout {
+		if *target < 0 {
+			*target = 0
+		}
+		return nil
+	}
 	switch info.Class {
 	case command.Keyed, command.Channel, command.Split:
 		if err := t.otherKeysErr(info); err != nil {
@@ -464,7 +529,7 @@ func (t *topology) checkTxCommand(info command.Info, args []interface{}, keys []
 		}
 		return nil
 	case command.Fanout:
-		if info.Merge == command.MergeSame { // PING, ECHO: any shard answers alike
+		if info.Name == "ping" || info.Name == "echo" { // any shard answers alike
 			return nil
 		}
 		return fmt.Errorf("%w: %s inside a transaction would run on one shard only; run it outside with ForEachShard",

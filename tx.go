@@ -13,7 +13,8 @@ import (
 // one of keys: WATCH, the reads in fn and the MULTI/EXEC run on one
 // connection of that shard, exactly as with a single server. Keys on several
 // shards give ErrCrossShard, and Watch with no key gives ErrNotSharded (the
-// keys choose the shard). Inside fn, a command on tx whose keys live on
+// keys choose the shard) unless the ring has one shard, where it runs there
+// as on a single server. Inside fn, a command on tx whose keys live on
 // another shard fails with ErrCrossShard instead of running on the wrong one.
 func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...string) error {
 	for {
@@ -29,13 +30,15 @@ func (c *Client) watch(ctx context.Context, fn func(*redis.Tx) error, keys ...st
 		return err
 	}
 	defer top.exit()
-	if len(keys) == 0 {
+	if len(keys) == 0 && len(top.shards) > 1 {
 		return fmt.Errorf("%w: Watch needs at least one key: the keys choose the shard the transaction runs on", ErrNotSharded)
 	}
-	i := top.ring.LookupIndex(keys[0])
-	for _, k := range keys[1:] {
-		if j := top.ring.LookupIndex(k); j != i {
-			return top.crossShard("watch", keys[0], i, k, j)
+	i, first := 0, "" // no key: the only shard
+	for n, k := range keys {
+		if n == 0 {
+			i, first = top.ring.LookupIndex(k), k
+		} else if j := top.ring.LookupIndex(k); j != i {
+			return top.crossShard("watch", first, i, k, j)
 		}
 	}
 	if s := top.shards[i]; s.down.Load() {
@@ -45,7 +48,7 @@ func (c *Client) watch(ctx context.Context, fn func(*redis.Tx) error, keys ...st
 		return err
 	}
 	return top.shards[i].client.Watch(ctx, func(tx *redis.Tx) error {
-		tx.AddHook(txGuard{c: c, top: top, shard: i, key: keys[0]})
+		tx.AddHook(txGuard{c: c, top: top, shard: i, key: first})
 		return fn(tx)
 	}, keys...)
 }
@@ -138,4 +141,19 @@ func (g txGuard) written(cmd redis.Cmder) {
 	if err == nil && mayWrite(info) && info.Class != command.NotSharded {
 		g.c.hot.written(g.top, info, cmd.Args(), keys)
 	}
+}
+
+// Conn returns a connection for commands that must share one: with one
+// shard, no membership change in progress and no hot-key layer, it is a
+// dedicated connection of that shard's client, as on a plain go-redis
+// client (SELECT, CLIENT SETNAME, CLIENT TRACKING and the like stick to
+// it; command hooks (AddCommandHook) do not see its commands, shard hooks
+// do). Otherwise it routes every command exactly as c does, over the
+// shards' pools, since no one connection reaches every shard. Close it
+// when done, as with go-redis.
+func (c *Client) Conn() *redis.Conn {
+	if top := c.top.Load(); !c.closed.Load() && len(top.shards) == 1 && top.handoff == nil && c.hot == nil {
+		return top.shards[0].client.Conn()
+	}
+	return c.Client.Conn()
 }

@@ -57,15 +57,20 @@ const (
 	// SHARDCHANNELS/SHARDNUMSUB, TS.QUERYINDEX, TS.MGET).
 	MergeConcat
 	// MergeSame: every shard must give the same reply, which is returned
-	// (PING, ECHO, SCRIPT LOAD, FUNCTION LOAD).
+	// (PING, ECHO, SCRIPT LOAD, FUNCTION LOAD/LIST/DUMP/STATS, CONFIG GET,
+	// COMMAND, ACL); replies that differ are an error, never a pick.
 	MergeSame
 	// MergeAnd: arrays of 0/1 are combined element-wise with AND (SCRIPT EXISTS).
 	MergeAnd
-	// MergeAny: any one non-nil reply (RANDOMKEY).
+	// MergeAny: any one non-nil reply (RANDOMKEY, ACL GENPASS).
 	MergeAny
+	// MergeKill: the shard running a script or function kills it (OK); the
+	// others' NOTBUSY is not an error unless every shard says it (FUNCTION
+	// KILL, SCRIPT KILL).
+	MergeKill
 )
 
-var mergeNames = [...]string{"MergeNone", "MergeAllOK", "MergeSum", "MergeConcat", "MergeSame", "MergeAnd", "MergeAny"}
+var mergeNames = [...]string{"MergeNone", "MergeAllOK", "MergeSum", "MergeConcat", "MergeSame", "MergeAnd", "MergeAny", "MergeKill"}
 
 // String returns the merge's Go name, e.g. "MergeSum".
 func (m Merge) String() string {

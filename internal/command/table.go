@@ -13,10 +13,10 @@ package command
 // container describes unlisted subcommands (e.g. every CLIENT subcommand is
 // NotSharded, including those newer than this table).
 var containers = []*entry{
-	container("acl", notSharded("", 0, hintEachShard)),
+	container("acl", fanout("", MergeSame, 0)), // users are configured alike on every shard
 	container("client", notSharded("", 0, hintEachShard)),
 	container("cluster", notSharded("", 0, hintCluster)),
-	container("command", notSharded("", 0, hintOneShard)),
+	container("command", fanout("", MergeSame, 0)), // shards run the same server version
 	container("config", notSharded("", 0, hintEachShard)),
 	container("function", nil),
 	container("hotkeys", notSharded("", 0, hintEachShard)),
@@ -204,11 +204,11 @@ var rows = []*entry{
 	keyed("xgroup|createconsumer", Write, key(2)),
 	keyed("xgroup|delconsumer", Write, key(2)),
 	keyed("xgroup|destroy", Write, key(2)),
-	notSharded("xgroup|help", 0, hintOneShard),
+	fanout("xgroup|help", MergeSame, 0),
 	keyed("xgroup|setid", Write, key(2)),
 	keyed("xinfo|consumers", ReadOnly, key(2)),
 	keyed("xinfo|groups", ReadOnly, key(2)),
-	notSharded("xinfo|help", 0, hintOneShard),
+	fanout("xinfo|help", MergeSame, 0),
 	keyed("xinfo|stream", ReadOnly, key(2)),
 	keyed("xlen", ReadOnly, key(1)),
 	keyed("xnack", Write, key(1)), // 8.6
@@ -252,7 +252,7 @@ var rows = []*entry{
 	keyed("move", Write, key(1)),
 	keyed("object|encoding", ReadOnly, key(2)),
 	keyed("object|freq", ReadOnly, key(2)),
-	notSharded("object|help", 0, hintOneShard),
+	fanout("object|help", MergeSame, 0),
 	keyed("object|idletime", ReadOnly, key(2)),
 	keyed("object|refcount", ReadOnly, key(2)),
 	keyed("persist", Write, key(1)),
@@ -281,26 +281,26 @@ var rows = []*entry{
 	keyed("fcall", 0, numkeys(2)),
 	keyed("fcall_ro", ReadOnly, numkeys(2)),
 	fanout("function|delete", MergeAllOK, Write),
-	notSharded("function|dump", 0, hintEachShard),
+	fanout("function|dump", MergeSame, 0),
 	fanout("function|flush", MergeAllOK, Write),
-	notSharded("function|help", 0, hintOneShard),
-	notSharded("function|kill", 0, hintEachShard),
-	notSharded("function|list", 0, hintEachShard),
+	fanout("function|help", MergeSame, 0),
+	fanout("function|kill", MergeKill, 0),
+	fanout("function|list", MergeSame, 0),
 	fanout("function|load", MergeSame, Write),
 	fanout("function|restore", MergeAllOK, Write),
-	notSharded("function|stats", 0, hintEachShard),
+	fanout("function|stats", MergeSame, 0), // differs, and is an error, while a function runs on a shard
 	notSharded("script|debug", 0, hintEachShard),
 	fanout("script|exists", MergeAnd, 0),
 	fanout("script|flush", MergeAllOK, 0),
-	notSharded("script|help", 0, hintOneShard),
-	notSharded("script|kill", 0, hintEachShard),
+	fanout("script|help", MergeSame, 0),
+	fanout("script|kill", MergeKill, 0),
 	fanout("script|load", MergeSame, 0),
 
 	// Pub/Sub.
 	notSharded("psubscribe", 0, hintSubscribe),
 	channel("publish", 0, key(1)),
 	fanout("pubsub|channels", MergeConcat, 0),
-	notSharded("pubsub|help", 0, hintOneShard),
+	fanout("pubsub|help", MergeSame, 0),
 	fanout("pubsub|numpat", MergeSum, 0),
 	fanout("pubsub|numsub", MergeConcat, 0),
 	fanout("pubsub|shardchannels", MergeConcat, 0),
@@ -328,11 +328,31 @@ var rows = []*entry{
 	notSharded("reset", 0, hintConn),
 	notSharded("select", 0, hintSelect),
 
+	// ACL: users must be alike on every shard, so reads are MergeSame (via
+	// the container) and changes go to every shard; the log is per server.
+	fanout("acl|deluser", MergeSame, 0),
+	fanout("acl|genpass", MergeAny, 0),
+	fanout("acl|load", MergeAllOK, 0),
+	notSharded("acl|log", 0, hintEachShard),
+	fanout("acl|save", MergeAllOK, 0),
+	fanout("acl|setuser", MergeAllOK, 0),
+
+	// CLIENT: a name or library info is given to one connection per shard,
+	// as a pooled go-redis client gives it to one connection (set
+	// ShardOptions.ClientName to name them all); PAUSE and UNPAUSE hold or
+	// release every shard. The rest describe or change one server's
+	// connections (the container's default: NotSharded).
+	fanout("client|pause", MergeAllOK, 0),
+	fanout("client|setinfo", MergeAllOK, 0),
+	fanout("client|setname", MergeAllOK, 0),
+	fanout("client|unpause", MergeAllOK, 0),
+
 	// Server. Flags of "config|set" and the like are those of Redis (none).
 	notSharded("bgrewriteaof", 0, hintEachShard), // reply text differs per shard ("started"/"scheduled")
 	notSharded("bgsave", 0, hintEachShard),
 	fanout("config|resetstat", MergeAllOK, 0),
 	fanout("config|rewrite", MergeAllOK, 0),
+	fanout("config|get", MergeSame, 0),
 	fanout("config|set", MergeAllOK, 0),
 	fanout("dbsize", MergeSum, ReadOnly),
 	notSharded("debug", 0, hintEachShard),
@@ -353,7 +373,7 @@ var rows = []*entry{
 	notSharded("sentinel", 0, hintSentinel),
 	notSharded("shutdown", 0, hintEachShard),
 	notSharded("slaveof", 0, hintRepl),
-	notSharded("swapdb", Write, hintEachShard),
+	fanout("swapdb", MergeAllOK, Write), // every shard swaps: the whole keyspace does
 	notSharded("sync", 0, hintRepl),
 	notSharded("time", 0, hintEachShard),
 	notSharded("wait", Blocking, hintEachShard),
@@ -407,7 +427,7 @@ var rows = []*entry{
 	keyed("json.arrpop", Write, key(1)),
 	keyed("json.arrtrim", Write, key(1)),
 	keyed("json.clear", Write, key(1)),
-	notSharded("json.debug|help", 0, hintOneShard),
+	fanout("json.debug|help", MergeSame, 0),
 	keyed("json.debug|memory", ReadOnly, key(2)),
 	keyed("json.del", Write, key(1)),
 	keyed("json.forget", Write, key(1)),

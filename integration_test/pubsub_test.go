@@ -1,0 +1,215 @@
+package integration_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/internal/redistest"
+)
+
+// pubsubEvents drives a PubSub as applications and go-redis's tests do
+// and returns what it received, one line per event; each publish is
+// received before the next, so shards cannot reorder them.
+func pubsubEvents(t *testing.T, c redis.UniversalClient, a, b string) []string {
+	t.Helper()
+	ctx := context.Background()
+	ps := c.Subscribe(ctx)
+	defer ps.Close()
+	var got []string
+	step := func(name string, err error, n int) {
+		got = append(got, name)
+		if err != nil {
+			got = append(got, "error: "+err.Error())
+		}
+		for range n {
+			msg, err := ps.ReceiveTimeout(ctx, 5*time.Second)
+			if err != nil {
+				got = append(got, "error: "+err.Error())
+				return
+			}
+			switch msg := msg.(type) {
+			case *redis.Subscription:
+				got = append(got, fmt.Sprintf("%s %q %d", msg.Kind, msg.Channel, msg.Count))
+			case *redis.Message:
+				got = append(got, fmt.Sprintf("message %q %q %q", msg.Channel, msg.Pattern, msg.Payload))
+			case *redis.Pong:
+				got = append(got, fmt.Sprintf("pong %q", msg.Payload))
+			}
+		}
+	}
+	pub := func(ch, payload string, n int) { step("PUBLISH "+ch, c.Publish(ctx, ch, payload).Err(), n) }
+	spub := func(ch, payload string, n int) { step("SPUBLISH "+ch, c.SPublish(ctx, ch, payload).Err(), n) }
+	step("PING", ps.Ping(ctx), 1)
+	step("PING x", ps.Ping(ctx, "x"), 1)
+	step("SUBSCRIBE a b", ps.Subscribe(ctx, a, b), 2)
+	step("PSUBSCRIBE", ps.PSubscribe(ctx, "p:*"), 1)
+	step("SUBSCRIBE a again", ps.Subscribe(ctx, a), 1)
+	step("SSUBSCRIBE a b", ps.SSubscribe(ctx, a, b), 2)
+	step("PING subscribed", ps.Ping(ctx), 1)
+	step("PING y subscribed", ps.Ping(ctx, "y"), 1)
+	pub(a, "1", 1)
+	pub(b, "2", 1)
+	spub(a, "s1", 1)
+	spub(b, "s2", 1)
+	pub("p:1", "3", 1)
+	pub("p:2", "4", 1)
+	step("UNSUBSCRIBE a", ps.Unsubscribe(ctx, a), 1)
+	step("UNSUBSCRIBE never", ps.Unsubscribe(ctx, "never"), 1)
+	pub(a, "gone", 0)
+	pub(b, "5", 1)
+	step("SUNSUBSCRIBE all", ps.SUnsubscribe(ctx), 2)
+	step("UNSUBSCRIBE all", ps.Unsubscribe(ctx), 1)
+	step("UNSUBSCRIBE all again", ps.Unsubscribe(ctx), 1)
+	step("PUNSUBSCRIBE all", ps.PUnsubscribe(ctx), 1)
+	step("PING unsubscribed", ps.Ping(ctx), 1)
+	step("SUBSCRIBE b again", ps.Subscribe(ctx, b), 1)
+	pub(b, "6", 1)
+	return got
+}
+
+// TestPubSubLikeOneServer: go-redis's PubSub through redshard on four real
+// shards gives, event for event, what it gives on one server, on RESP2 and
+// RESP3 shards (SUNSUBSCRIBE's order aside, which is a set's on a server).
+func TestPubSubLikeOneServer(t *testing.T) {
+	single := redistest.Start(t)
+	var addrs []string
+	for range 4 {
+		addrs = append(addrs, redistest.Start(t).Addr())
+	}
+	for _, protocol := range []int{2, 3} {
+		t.Run(fmt.Sprintf("RESP%d", protocol), func(t *testing.T) {
+			opt := &redis.Options{Protocol: protocol}
+			plain := redis.NewClient(&redis.Options{Addr: single.Addr(), Protocol: protocol})
+			defer plain.Close()
+			var shards []redshard.Shard
+			for i, a := range addrs {
+				shards = append(shards, redshard.Shard{Name: fmt.Sprintf("shard-%d", i), Addr: a})
+			}
+			c, err := redshard.NewClient(&redshard.Options{Shards: shards, ShardOptions: opt})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			var a, b string
+			for i := 0; a == "" || b == ""; i++ {
+				k := fmt.Sprintf("ch:%d", i)
+				if name, _ := c.ShardFor(k); name == "shard-0" && a == "" {
+					a = k
+				} else if name == "shard-3" && b == "" {
+					b = k
+				}
+			}
+			want := sortSUnsub(pubsubEvents(t, plain, a, b))
+			got := sortSUnsub(pubsubEvents(t, c, a, b))
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("through redshard:\n  %s\none server:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+			}
+		})
+	}
+}
+
+// sortSUnsub puts the two replies of "SUNSUBSCRIBE all" in a fixed order,
+// with their counts, which depend on the order.
+func sortSUnsub(events []string) []string {
+	for i, e := range events {
+		if e == "SUNSUBSCRIBE all" && i+2 < len(events) {
+			x, y := events[i+1], events[i+2]
+			if x > y {
+				x, y = y, x
+			}
+			events[i+1], events[i+2] = strings.Fields(x)[1], strings.Fields(y)[1]
+		}
+	}
+	return events
+}
+
+// TestPubSubShardKilled: a shard killed and restarted under a
+// subscription, on RESP3: Receive reports the shard's failure, the
+// subscriptions (channel, pattern, shard channel) are made again on the
+// restarted server, and messages of every shard keep arriving.
+func TestPubSubShardKilled(t *testing.T) {
+	ctx := context.Background()
+	servers := []*redistest.Server{redistest.Start(t), redistest.Start(t)}
+	c, err := redshard.NewClient(&redshard.Options{
+		Shards: []redshard.Shard{
+			{Name: "shard-0", Addr: servers[0].Addr()},
+			{Name: "shard-1", Addr: servers[1].Addr()},
+		},
+		ShardOptions: &redis.Options{Protocol: 3},
+		Health:       &redshard.HealthOptions{Interval: 20 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var ch string
+	for i := 0; ; i++ {
+		if ch = fmt.Sprintf("k:%d", i); c.Ring().Lookup(ch) == "shard-1" {
+			break
+		}
+	}
+	ps := c.Subscribe(ctx, ch)
+	defer ps.Close()
+	if err := ps.PSubscribe(ctx, "k:*"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ps.SSubscribe(ctx, ch); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := ps.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	servers[1].Kill()
+	sawError := false
+	for !sawError {
+		_, err := ps.ReceiveTimeout(ctx, 10*time.Second)
+		if err == nil {
+			continue
+		}
+		if !strings.Contains(err.Error(), "shard-1") {
+			t.Fatalf("Receive after the kill: %v, want the shard's failure", err)
+		}
+		sawError = true
+	}
+	servers[1].Restart(t)
+	direct := servers[1].Client(t)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		n := direct.PubSubNumSub(ctx, ch).Val()[ch]
+		pats := direct.PubSubNumPat(ctx).Val()
+		sn := direct.PubSubShardNumSub(ctx, ch).Val()[ch]
+		if n == 1 && pats == 1 && sn == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the restart: numsub %d, numpat %d, shardnumsub %d; want 1 each", n, pats, sn)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the server's counts
+	}
+	direct.Publish(ctx, ch, "p")
+	direct.SPublish(ctx, ch, "s")
+	got := map[string]int{}
+	for len(got) < 2 || got["p"] < 2 {
+		msg, err := ps.ReceiveTimeout(ctx, 10*time.Second)
+		if err != nil {
+			if strings.Contains(err.Error(), "shard-1") {
+				continue // reported while it was down
+			}
+			t.Fatal(err)
+		}
+		if m, ok := msg.(*redis.Message); ok {
+			got[m.Payload]++
+		}
+	}
+	if got["p"] != 2 || got["s"] != 1 {
+		t.Fatalf("messages after the restart: %v, want p twice (channel, pattern) and s once", got)
+	}
+}

@@ -1,0 +1,618 @@
+package redshard
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Kinds of subscription.
+const (
+	subChannel = iota // SUBSCRIBE: on the channel's owner
+	subPattern        // PSUBSCRIBE: on every shard
+	subShard          // SSUBSCRIBE: on the channel's owner, its own connection
+	numSubKinds
+)
+
+var (
+	subNames   = [numSubKinds]string{"subscribe", "psubscribe", "ssubscribe"}
+	unsubNames = [numSubKinds]string{"unsubscribe", "punsubscribe", "sunsubscribe"}
+)
+
+const (
+	// maxUnread is how many bytes of replies and messages a mux keeps for a
+	// front that does not read; beyond it the mux closes, as Redis closes a
+	// subscriber over its output buffer limit (32 MB by default), and the
+	// PubSub reconnects.
+	maxUnread = 64 << 20
+	// maxHeld is how many messages a subscription keeps while its
+	// confirmation has not reached the front yet.
+	maxHeld = 1024
+)
+
+var (
+	errMuxClosed   = errors.New("redshard: pub/sub connection closed")
+	errSlowReader  = errors.New("redshard: pub/sub connection closed: more than 64 MiB of messages were not read")
+	errMuxProtocol = errRESP
+)
+
+// mux is the connection a front PubSub reads and writes: a net.Conn that
+// speaks RESP2 locally, places each subscription on the shards that must
+// carry it (one link per shard and kind of connection), and merges what
+// the links receive. Replies go out in the order of the commands, as from
+// one server: a subscription's confirmation waits until every shard it
+// needs has confirmed it, or one of them failed (then it comes late, when
+// that shard is back). Messages go out as they arrive, once the front has
+// been told of their subscription. It is safe for concurrent use.
+type mux struct {
+	c      *Client
+	ctx    context.Context // done when the mux closes; parent of its links'
+	cancel context.CancelFunc
+
+	mu           sync.Mutex // guards everything below, and the links' state
+	in           []byte     // bytes written by the front, not yet a whole command
+	out          []byte     // bytes for the front to read
+	closed       bool
+	closeErr     error
+	readDeadline time.Time
+	ready        chan struct{} // 1-buffered: out grew, the mux closed, or the deadline moved
+
+	subs    [numSubKinds]map[string]*subscription // what the front is subscribed to now
+	visible [numSubKinds]map[string]bool          // what the front has been told (the counts)
+	replies []muxReply                            // not sent yet, in command order
+	links   map[linkKey]*link
+	top     *topology // the ring the subscriptions are placed on
+
+	// resp3: the shards speak RESP3 (go-redis's default), so PING in
+	// subscribed mode answers as a plain go-redis client on RESP3 sees it.
+	resp3 bool
+}
+
+// subscription is one channel or pattern of a mux.
+type subscription struct {
+	kind    int
+	name    string
+	targets map[*link]bool   // links it is subscribed on
+	waiting map[*link]uint64 // links its confirmation waits for: the sync token covering it there (0: none sent yet)
+	failed  bool             // a link it waits for failed: its confirmation does not hold up the replies
+	late    bool             // its confirmation was skipped and is owed
+	held    [][]byte         // messages received before the front was told of it
+}
+
+type replyOp uint8
+
+const (
+	replyFrame     replyOp = iota // frame, as it is
+	replySub                      // sub's confirmation, once it is confirmed
+	replyUnsub                    // name's unsubscribe confirmation
+	replyUnsubNone                // an unsubscribe-all with nothing subscribed
+	replyReset                    // RESET: every subscription dropped
+)
+
+type muxReply struct {
+	op    replyOp
+	frame []byte
+	kind  int
+	name  string
+	sub   *subscription
+}
+
+func newMux(c *Client) *mux {
+	m := &mux{c: c, ready: make(chan struct{}, 1), links: map[linkKey]*link{}, top: c.top.Load(),
+		resp3: c.cfg.opt.shardOptions(Shard{}).Protocol != 2}
+	m.ctx, m.cancel = context.WithCancel(c.flights.ctx)
+	for k := range m.subs {
+		m.subs[k] = map[string]*subscription{}
+		m.visible[k] = map[string]bool{}
+	}
+	return m
+}
+
+// shutdown marks the mux closed once its context is done; its links stop
+// with the context.
+func (m *mux) shutdown(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	if m.closeErr == nil {
+		m.closeErr = err
+	}
+	m.out, m.replies = nil, nil
+	m.signal()
+}
+
+// failLocked closes the mux with err. Caller holds m.mu.
+func (m *mux) failLocked(err error) {
+	if m.closeErr == nil {
+		m.closeErr = err
+	}
+	m.closed = true
+	m.cancel()
+	m.signal()
+}
+
+func (m *mux) signal() {
+	select {
+	case m.ready <- struct{}{}:
+	default:
+	}
+}
+
+// Read returns what the mux has for the front, waiting for it until the
+// read deadline.
+func (m *mux) Read(p []byte) (int, error) {
+	for {
+		m.mu.Lock()
+		if m.closed {
+			err := m.closeErr
+			m.mu.Unlock()
+			return 0, err
+		}
+		if len(m.out) > 0 {
+			n := copy(p, m.out)
+			m.out = m.out[n:]
+			if len(m.out) == 0 {
+				m.out = nil
+			}
+			m.mu.Unlock()
+			return n, nil
+		}
+		deadline := m.readDeadline
+		m.mu.Unlock()
+		var expired <-chan time.Time
+		var timer *time.Timer
+		if !deadline.IsZero() {
+			d := time.Until(deadline)
+			if d <= 0 {
+				return 0, os.ErrDeadlineExceeded
+			}
+			timer = time.NewTimer(d)
+			expired = timer.C
+		}
+		select {
+		case <-m.ready:
+		case <-expired:
+			return 0, os.ErrDeadlineExceeded
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+// Write takes the front's commands and answers them; it never blocks.
+func (m *mux) Write(p []byte) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return 0, m.closeErr
+	}
+	m.in = append(m.in, p...)
+	for {
+		args, n, err := parseCommand(m.in)
+		if err != nil {
+			m.failLocked(errMuxProtocol)
+			return 0, err
+		}
+		if n == 0 {
+			break
+		}
+		m.in = m.in[n:]
+		m.handle(args)
+	}
+	if len(m.in) == 0 {
+		m.in = nil
+	}
+	m.flush()
+	return len(p), nil
+}
+
+// Close closes the mux and its links. It is idempotent.
+func (m *mux) Close() error {
+	m.cancel()
+	m.shutdown(errMuxClosed)
+	return nil
+}
+
+func (m *mux) LocalAddr() net.Addr  { return muxAddr{} }
+func (m *mux) RemoteAddr() net.Addr { return muxAddr{} }
+
+func (m *mux) SetDeadline(t time.Time) error { return m.SetReadDeadline(t) }
+
+func (m *mux) SetReadDeadline(t time.Time) error {
+	m.mu.Lock()
+	m.readDeadline = t
+	m.signal()
+	m.mu.Unlock()
+	return nil
+}
+
+// SetWriteDeadline does nothing: a write never blocks.
+func (m *mux) SetWriteDeadline(time.Time) error { return nil }
+
+type muxAddr struct{}
+
+func (muxAddr) Network() string { return "redshard" }
+func (muxAddr) String() string  { return "redshard-pubsub" }
+
+// handle answers one command of the front. Caller holds m.mu.
+func (m *mux) handle(args []string) {
+	if len(args) == 0 {
+		m.replyError("ERR empty command")
+		return
+	}
+	name := strings.ToLower(args[0])
+	switch name {
+	case "subscribe", "psubscribe", "ssubscribe":
+		if len(args) < 2 {
+			m.replyError("ERR wrong number of arguments for '" + name + "' command")
+			return
+		}
+		m.subscribe(slices.Index(subNames[:], name), args[1:])
+	case "unsubscribe", "punsubscribe", "sunsubscribe":
+		m.unsubscribe(slices.Index(unsubNames[:], name), args[1:])
+	case "ping":
+		switch {
+		case len(args) > 2:
+			m.replyError("ERR wrong number of arguments for 'ping' command")
+		case m.subscribed() && !m.resp3:
+			payload := ""
+			if len(args) == 2 {
+				payload = args[1]
+			}
+			m.replyFrame(appendBulk(appendBulk(appendArray(nil, 2), "pong"), payload))
+		case len(args) == 2:
+			m.replyFrame(appendBulk(nil, args[1]))
+		default:
+			m.replyFrame(appendStatus(nil, "PONG"))
+		}
+	case "hello":
+		m.hello(args[1:])
+	case "reset":
+		for kind := range m.subs {
+			m.dropAll(kind)
+		}
+		m.replies = append(m.replies, muxReply{op: replyReset})
+	case "quit":
+		m.replyFrame(appendStatus(nil, "OK"))
+	default:
+		if m.subscribed() && !m.resp3 {
+			m.replyError("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+			return
+		}
+		if name == "client" && len(args) == 3 && strings.EqualFold(args[1], "setname") {
+			m.replyFrame(appendStatus(nil, "OK")) // the shards' connections keep their names
+			return
+		}
+		m.replyError("ERR redshard: '" + name + "' is not supported on a Pub/Sub connection")
+	}
+}
+
+func (m *mux) replyFrame(frame []byte) {
+	m.replies = append(m.replies, muxReply{op: replyFrame, frame: frame})
+}
+
+func (m *mux) replyError(msg string) { m.replyFrame(appendError(nil, msg)) }
+
+// hello answers the HELLO of the front's connection setup: RESP2 only.
+func (m *mux) hello(args []string) {
+	if len(args) > 0 && args[0] != "2" {
+		m.replyError("NOPROTO redshard's pub/sub connection speaks RESP2")
+		return
+	}
+	b := appendArray(nil, 14)
+	for _, kv := range [][2]string{{"server", "redshard"}, {"version", "7.0.0"}} {
+		b = appendBulk(appendBulk(b, kv[0]), kv[1])
+	}
+	b = appendInt(appendBulk(b, "proto"), 2)
+	b = appendInt(appendBulk(b, "id"), 0)
+	for _, kv := range [][2]string{{"mode", "standalone"}, {"role", "master"}} {
+		b = appendBulk(appendBulk(b, kv[0]), kv[1])
+	}
+	b = appendArray(appendBulk(b, "modules"), 0)
+	m.replyFrame(b)
+}
+
+// subscribed reports whether the front is in subscribed mode, as a server
+// sees it: some subscription was asked for and not dropped.
+func (m *mux) subscribed() bool {
+	for _, s := range m.subs {
+		if len(s) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// count is the subscription count a confirmation of kind reports: channels
+// and patterns together, shard channels apart, as Redis counts.
+func (m *mux) count(kind int) int {
+	if kind == subShard {
+		return len(m.visible[subShard])
+	}
+	return len(m.visible[subChannel]) + len(m.visible[subPattern])
+}
+
+func (m *mux) subscribe(kind int, names []string) {
+	for _, name := range names {
+		st := m.subs[kind][name]
+		if st == nil {
+			st = &subscription{kind: kind, name: name, targets: map[*link]bool{}, waiting: map[*link]uint64{}}
+			m.subs[kind][name] = st
+			for _, key := range m.targetKeys(kind, name) {
+				m.addTarget(st, m.link(key), true)
+			}
+		}
+		m.replies = append(m.replies, muxReply{op: replySub, kind: kind, name: name, sub: st})
+	}
+}
+
+func (m *mux) unsubscribe(kind int, names []string) {
+	if len(names) == 0 {
+		if len(m.subs[kind]) == 0 {
+			m.replies = append(m.replies, muxReply{op: replyUnsubNone, kind: kind})
+			return
+		}
+		for name := range m.subs[kind] {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+	}
+	for _, name := range names {
+		m.drop(kind, name)
+		m.replies = append(m.replies, muxReply{op: replyUnsub, kind: kind, name: name})
+	}
+}
+
+// drop ends the subscription kind/name, if any, on every link.
+func (m *mux) drop(kind int, name string) {
+	st := m.subs[kind][name]
+	if st == nil {
+		return
+	}
+	delete(m.subs[kind], name)
+	for l := range st.targets {
+		m.dropTarget(st, l)
+	}
+}
+
+func (m *mux) dropAll(kind int) {
+	for name := range m.subs[kind] {
+		m.drop(kind, name)
+	}
+}
+
+// targetKeys returns the links that must carry subscription kind/name on
+// the mux's ring: the channel's owner (a pattern: every shard), and during
+// a change also on the previous ring, where processes that have not
+// switched yet still publish.
+func (m *mux) targetKeys(kind int, name string) []linkKey {
+	var out []linkKey
+	add := func(b *backend) {
+		if k := (linkKey{b: b, sharded: kind == subShard}); !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	rings := []*topology{m.top}
+	if m.top.handoff != nil {
+		rings = append(rings, m.top.handoff.from)
+	}
+	for _, t := range rings {
+		if kind == subPattern {
+			for _, s := range t.shards {
+				add(s.backend)
+			}
+			continue
+		}
+		add(t.shards[t.ring.LookupIndex(name)].backend)
+	}
+	return out
+}
+
+// addTarget subscribes st on l; wait makes st's confirmation wait for l's.
+func (m *mux) addTarget(st *subscription, l *link, wait bool) {
+	st.targets[l] = true
+	if wait {
+		st.waiting[l] = 0
+	}
+	l.want[st.kind][st.name] = true
+	l.ops = append(l.ops, linkOp{sub: true, kind: st.kind, name: st.name})
+	l.signal()
+}
+
+// dropTarget unsubscribes st on l, closing l when nothing is left on it.
+func (m *mux) dropTarget(st *subscription, l *link) {
+	delete(st.targets, l)
+	m.unwait(st, l)
+	delete(l.want[st.kind], st.name)
+	if l.empty() {
+		delete(m.links, l.key)
+		l.cancel() // its connection, and what it was subscribed to, go with it
+		return
+	}
+	l.ops = append(l.ops, linkOp{sub: false, kind: st.kind, name: st.name})
+	l.signal()
+}
+
+// unwait stops st waiting for l; a confirmation owed is queued once st
+// waits for nothing.
+func (m *mux) unwait(st *subscription, l *link) {
+	if _, ok := st.waiting[l]; !ok {
+		return
+	}
+	delete(st.waiting, l)
+	if len(st.waiting) == 0 && st.late && m.subs[st.kind][st.name] == st {
+		st.late = false
+		m.replies = append(m.replies, muxReply{op: replySub, kind: st.kind, name: st.name, sub: st})
+	}
+}
+
+// flush moves the replies that are ready, in order, to the front's bytes.
+// Caller holds m.mu.
+func (m *mux) flush() {
+	if m.closed {
+		return
+	}
+	n := 0
+loop:
+	for ; n < len(m.replies); n++ {
+		r := &m.replies[n]
+		switch r.op {
+		case replyFrame:
+			m.out = append(m.out, r.frame...)
+		case replySub:
+			st := r.sub
+			if m.subs[r.kind][r.name] == st && len(st.waiting) > 0 {
+				if !st.failed {
+					break loop
+				}
+				st.late = true // the shard's error went out; the confirmation follows when it is back
+				continue
+			}
+			m.visible[r.kind][r.name] = true
+			m.out = appendConfirm(m.out, subNames[r.kind], r.name, true, m.count(r.kind))
+			if m.subs[r.kind][r.name] == st {
+				for _, f := range st.held {
+					m.out = append(m.out, f...)
+				}
+				st.held = nil
+			}
+		case replyUnsub:
+			delete(m.visible[r.kind], r.name)
+			m.out = appendConfirm(m.out, unsubNames[r.kind], r.name, true, m.count(r.kind))
+		case replyUnsubNone:
+			m.out = appendConfirm(m.out, unsubNames[r.kind], "", false, m.count(r.kind))
+		case replyReset:
+			for k := range m.visible {
+				clear(m.visible[k])
+			}
+			m.out = appendStatus(m.out, "RESET")
+		}
+	}
+	if n > 0 {
+		clear(m.replies[:n])
+		m.replies = m.replies[n:]
+		if len(m.replies) == 0 {
+			m.replies = nil
+		}
+		m.signal()
+	}
+	if len(m.out) > maxUnread {
+		m.failLocked(errSlowReader)
+	}
+}
+
+func appendConfirm(b []byte, kind, name string, hasName bool, count int) []byte {
+	b = appendBulk(appendArray(b, 3), kind)
+	if hasName {
+		b = appendBulk(b, name)
+	} else {
+		b = appendNil(b)
+	}
+	return appendInt(b, count)
+}
+
+func appendMessage(b []byte, kind int, msg *redis.Message) []byte {
+	switch kind {
+	case subPattern:
+		b = appendBulk(appendBulk(appendBulk(appendArray(b, 4), "pmessage"), msg.Pattern), msg.Channel)
+	case subShard:
+		b = appendBulk(appendBulk(appendArray(b, 3), "smessage"), msg.Channel)
+	default:
+		b = appendBulk(appendBulk(appendArray(b, 3), "message"), msg.Channel)
+	}
+	if msg.PayloadSlice != nil && kind != subPattern {
+		b = appendArray(b, len(msg.PayloadSlice))
+		for _, s := range msg.PayloadSlice {
+			b = appendBulk(b, s)
+		}
+		return b
+	}
+	return appendBulk(b, msg.Payload)
+}
+
+// deliver passes a message a link received to the front, if the front is
+// still subscribed to it through that link.
+func (m *mux) deliver(l *link, msg *redis.Message) {
+	kind, name := subChannel, msg.Channel
+	switch {
+	case l.key.sharded:
+		kind = subShard
+	case msg.Pattern != "":
+		kind, name = subPattern, msg.Pattern
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := m.subs[kind][name]
+	if m.closed || st == nil || !st.targets[l] {
+		return
+	}
+	if !m.visible[kind][name] {
+		if len(st.held) < maxHeld {
+			st.held = append(st.held, appendMessage(nil, kind, msg))
+		}
+		return
+	}
+	m.out = appendMessage(m.out, kind, msg)
+	m.signal()
+	if len(m.out) > maxUnread {
+		m.failLocked(errSlowReader)
+	}
+}
+
+// reroute places every subscription on top: links of shards that now
+// carry it subscribe, links that no longer do unsubscribe.
+func (m *mux) reroute(top *topology) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || top == m.top {
+		return
+	}
+	m.top = top
+	for kind := range m.subs {
+		for name, st := range m.subs[kind] {
+			want := m.targetKeys(kind, name)
+			for _, key := range want {
+				if l := m.link(key); !st.targets[l] {
+					m.addTarget(st, l, len(st.waiting) > 0)
+				}
+			}
+			for l := range st.targets {
+				if !slices.Contains(want, l.key) {
+					m.dropTarget(st, l)
+				}
+			}
+		}
+	}
+	m.flush()
+}
+
+// synced records that link l's server has handled everything sent before
+// sync token tok: the subscriptions it covers are confirmed there.
+func (m *mux) synced(l *link, tok uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	l.failing = false
+	for kind := range l.want {
+		for name := range l.want[kind] {
+			st := m.subs[kind][name]
+			if st == nil {
+				continue
+			}
+			if t, ok := st.waiting[l]; ok && t != 0 && t <= tok {
+				m.unwait(st, l)
+			}
+		}
+	}
+	m.flush()
+}

@@ -1,0 +1,417 @@
+package redshard_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard"
+)
+
+// pubsubScript drives a PubSub the way applications and go-redis's own
+// tests do, and returns everything it received, one line per event. Every
+// publish is received before the next one, so shards cannot reorder them.
+func pubsubScript(t *testing.T, c redis.UniversalClient, a, b string) []string {
+	t.Helper()
+	ctx := context.Background()
+	ps := c.Subscribe(ctx)
+	defer ps.Close()
+	var got []string
+	recv := func(n int) {
+		for range n {
+			msg, err := ps.ReceiveTimeout(ctx, 5*time.Second)
+			if err != nil {
+				got = append(got, "error: "+err.Error())
+				return
+			}
+			switch msg := msg.(type) {
+			case *redis.Subscription:
+				got = append(got, fmt.Sprintf("%s %q %d", msg.Kind, msg.Channel, msg.Count))
+			case *redis.Message:
+				got = append(got, fmt.Sprintf("message %q %q %q %q", msg.Channel, msg.Pattern, msg.Payload, msg.PayloadSlice))
+			case *redis.Pong:
+				got = append(got, fmt.Sprintf("pong %q", msg.Payload))
+			default:
+				got = append(got, fmt.Sprintf("%T %v", msg, msg))
+			}
+		}
+	}
+	step := func(name string, err error, n int) {
+		got = append(got, name)
+		if err != nil {
+			got = append(got, "error: "+err.Error())
+		}
+		recv(n)
+	}
+	pub := func(ch, payload string, n int) {
+		step("PUBLISH "+ch, c.Publish(ctx, ch, payload).Err(), n)
+	}
+	step("PING", ps.Ping(ctx), 1)
+	step("PING x", ps.Ping(ctx, "x"), 1)
+	step("SUBSCRIBE a b", ps.Subscribe(ctx, a, b), 2)
+	step("PSUBSCRIBE", ps.PSubscribe(ctx, "p:*"), 1)
+	step("SUBSCRIBE a again", ps.Subscribe(ctx, a), 1)
+	step("PING subscribed", ps.Ping(ctx), 1)
+	step("PING y subscribed", ps.Ping(ctx, "y"), 1)
+	pub(a, "1", 1)
+	pub(b, "2", 1)
+	pub("p:1", "3", 1)
+	pub("p:2", "4", 1)
+	step("UNSUBSCRIBE a", ps.Unsubscribe(ctx, a), 1)
+	step("UNSUBSCRIBE never", ps.Unsubscribe(ctx, "never"), 1)
+	pub(a, "gone", 0)
+	pub(b, "5", 1)
+	step("UNSUBSCRIBE all", ps.Unsubscribe(ctx), 1)
+	step("PUNSUBSCRIBE all", ps.PUnsubscribe(ctx), 1)
+	step("UNSUBSCRIBE all again", ps.Unsubscribe(ctx), 1) // with a pattern left, miniredis's count differs from Redis's
+	step("PUNSUBSCRIBE all again", ps.PUnsubscribe(ctx), 1)
+	step("PING unsubscribed", ps.Ping(ctx), 1)
+	step("SUBSCRIBE b again", ps.Subscribe(ctx, b), 1)
+	pub(b, "6", 1)
+	return got
+}
+
+// The standard Pub/Sub API through redshard on four shards gives, event for
+// event, what go-redis gives on one server: confirmations and their counts,
+// PONGs inside and outside subscribed mode, unsubscribe replies, messages
+// of channels on every shard and of patterns. Also on RESP3 shards.
+func TestPubSubLikeOneServer(t *testing.T) {
+	single := miniredis.RunT(t)
+	for _, protocol := range []int{2, 3} {
+		t.Run(fmt.Sprintf("RESP%d", protocol), func(t *testing.T) {
+			plain := redis.NewClient(&redis.Options{Addr: single.Addr(), Protocol: protocol})
+			defer plain.Close()
+			cl := newClusterWith(t, &redis.Options{Protocol: protocol}, 1, 1, 1, 1)
+			a, b := cl.twoShardKeys(t)
+			want := pubsubScript(t, plain, a, b)
+			got := pubsubScript(t, cl.c, a, b)
+			if protocol == 3 { // miniredis answers PING in subscribed mode as in RESP2; Redis (integration_test) does not
+				for _, events := range [][]string{want, got} {
+					i := slices.Index(events, "PING subscribed")
+					events[i+1] = "pong"
+				}
+			}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("through redshard:\n  %s\ngo-redis on one server:\n  %s",
+					strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+			}
+		})
+	}
+}
+
+// newClusterWith is newCluster with shard options.
+func newClusterWith(t *testing.T, so *redis.Options, weights ...float64) *cluster {
+	t.Helper()
+	cl := newCluster(t, weights...)
+	c, err := redshard.NewClient(&redshard.Options{Shards: cl.shards, ShardOptions: so})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	cl.c = c
+	return cl
+}
+
+// Messages of channels on every shard and of a pattern arrive on one
+// Channel(), with rdb.Subscribe(ctx) followed by ps.Subscribe, the common
+// idiom.
+func TestPubSubChannelAllShards(t *testing.T) {
+	cl := newCluster(t, 1, 1, 1, 1)
+	ps := cl.c.Subscribe(ctx)
+	defer ps.Close()
+	var chans []string
+	for i := range 4 {
+		chans = append(chans, cl.keysOn(t, fmt.Sprintf("shard-%d", i), "ch", 2)...)
+	}
+	if err := ps.Subscribe(ctx, chans...); err != nil {
+		t.Fatal(err)
+	}
+	if err := ps.PSubscribe(ctx, "ev:*"); err != nil {
+		t.Fatal(err)
+	}
+	for range len(chans) + 1 {
+		if msg, err := ps.Receive(ctx); err != nil {
+			t.Fatal(err)
+		} else if _, ok := msg.(*redis.Subscription); !ok {
+			t.Fatalf("got %T %v before the confirmations", msg, msg)
+		}
+	}
+	ch := ps.Channel()
+	want := map[string]bool{}
+	for i, c := range chans {
+		cl.c.Publish(ctx, c, "m")
+		ev := fmt.Sprintf("ev:%d", i)
+		cl.c.Publish(ctx, ev, "e")
+		want[c], want[ev] = true, true
+	}
+	for len(want) > 0 {
+		select {
+		case msg := <-ch:
+			if !want[msg.Channel] {
+				t.Fatalf("unexpected %v", msg)
+			}
+			delete(want, msg.Channel)
+		case <-time.After(10 * time.Second): // a watchdog
+			t.Fatalf("messages never arrived: %v", want)
+		}
+	}
+}
+
+// Receive with no subscription waits, as on a server; a timeout is a
+// timeout, and the PubSub works afterwards.
+func TestPubSubReceiveWithoutSubscription(t *testing.T) {
+	cl := newCluster(t, 1, 1)
+	ps := cl.c.Subscribe(ctx)
+	defer ps.Close()
+	_, err := ps.ReceiveTimeout(ctx, 20*time.Millisecond)
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("ReceiveTimeout with nothing subscribed: %v, want a timeout", err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if _, err := ps.ReceiveMessage(tctx); err == nil {
+		t.Fatal("ReceiveMessage with nothing subscribed returned")
+	}
+	if err := ps.Subscribe(ctx, "after"); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := ps.Receive(ctx); err != nil || msg.(*redis.Subscription).Count != 1 {
+		t.Fatalf("subscribe after a timeout: %v, %v", msg, err)
+	}
+	cl.c.Publish(ctx, "after", "x")
+	if msg, err := ps.ReceiveMessage(ctx); err != nil || msg.Payload != "x" {
+		t.Fatalf("message after a timeout: %v, %v", msg, err)
+	}
+}
+
+// numSub is how many subscribers the server m has on channel ch.
+func numSub(m *miniredis.Miniredis, ch string) int { return m.PubSubNumSub(ch)[ch] }
+
+// waitFor polls cond (a server-side count redshard cannot signal) until it
+// holds or a watchdog expires.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// A channel whose owner moves with SetShards is subscribed on its new
+// owner; during the change also on the old one (processes still on the
+// previous ring publish there), and only on the new one once it is over.
+// A pattern follows to the new shard too.
+func TestPubSubFollowsMembership(t *testing.T) {
+	cl := newCluster(t, 1)
+	next := cl.addShard(t, "shard-1", 1)
+	cl.shards = cl.shards[:1]
+	var ch string
+	for i := 0; ; i++ { // a channel shard-1 will own
+		ch = fmt.Sprintf("moving:%d", i)
+		if cl.c.Ring().Lookup(ch) == "shard-0" && ringWith(t, next).Lookup(ch) == "shard-1" {
+			break
+		}
+	}
+	ps := cl.c.Subscribe(ctx, ch)
+	defer ps.Close()
+	if err := ps.PSubscribe(ctx, "moving:*"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := ps.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old, neu := cl.mini["shard-0"], cl.mini["shard-1"]
+	if numSub(old, ch) != 1 || numSub(neu, ch) != 0 {
+		t.Fatalf("before SetShards: %d subscribers on shard-0, %d on shard-1", numSub(old, ch), numSub(neu, ch))
+	}
+	if err := cl.c.SetShards(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the subscription on the new owner", func() bool {
+		return numSub(neu, ch) == 1 && neu.PubSubNumPat() == 1
+	})
+	// expect receives the two deliveries of one publish: the channel's and
+	// the pattern's, in either order.
+	expect := func(payload string) {
+		t.Helper()
+		seen := map[string]bool{}
+		for len(seen) < 2 {
+			msg, err := ps.ReceiveTimeout(ctx, 10*time.Second)
+			if err != nil {
+				t.Fatalf("waiting for %q: %v", payload, err)
+			}
+			if m, ok := msg.(*redis.Message); ok {
+				if m.Payload != payload || seen[m.Pattern] {
+					t.Fatalf("got %+v, want payload %q once per subscription", m, payload)
+				}
+				seen[m.Pattern] = true
+			}
+		}
+	}
+	// Through redshard: the new owner. Each publish reaches one server, so
+	// the channel and the pattern each deliver it once.
+	if n := cl.c.Publish(ctx, ch, "new").Val(); n != 2 {
+		t.Fatalf("PUBLISH reached %d subscribers, want 2 (channel and pattern)", n)
+	}
+	expect("new")
+	// A process still on the old ring publishes on the old owner.
+	if n := old.Publish(ch, "old"); n != 2 {
+		t.Fatalf("PUBLISH on the old owner during the change reached %d, want 2", n)
+	}
+	expect("old")
+	if _, err := cl.c.Rebalance(ctx, redshard.RebalanceOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the old owner's subscription to end", func() bool { return numSub(old, ch) == 0 })
+	if numSub(neu, ch) != 1 || old.PubSubNumPat() != 1 {
+		t.Fatalf("after the change: %d on the new owner, %d patterns on the old shard (still on the ring)",
+			numSub(neu, ch), old.PubSubNumPat())
+	}
+}
+
+func ringWith(t *testing.T, shards []redshard.Shard) interface{ Lookup(string) string } {
+	t.Helper()
+	c, err := redshard.NewClient(&redshard.Options{Shards: shards})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.Ring()
+}
+
+// Subscribing to a channel whose shard is down: Receive says so once, and
+// the subscription is made (and confirmed) when the shard is back. The
+// other shards' subscriptions are not held up.
+func TestPubSubShardDown(t *testing.T) {
+	cl := newCluster(t, 1, 1)
+	a, b := cl.twoShardKeys(t)
+	down := cl.mini["shard-1"]
+	down.Close()
+	ps := cl.c.Subscribe(ctx, b, a) // b's shard is down
+	defer ps.Close()
+	var events []string
+	for len(events) < 2 {
+		msg, err := ps.ReceiveTimeout(ctx, 10*time.Second)
+		switch {
+		case err != nil && strings.Contains(err.Error(), "shard-1"):
+			var rerr redis.Error
+			if !errors.As(err, &rerr) {
+				t.Fatalf("the shard's failure is %T, want a redis.Error", err)
+			}
+			events = append(events, "error")
+		case err != nil:
+			t.Fatal(err)
+		default:
+			sub := msg.(*redis.Subscription)
+			if sub.Channel != a || sub.Count != 1 {
+				t.Fatalf("confirmation %+v, want %s, count 1", sub, a)
+			}
+			events = append(events, "a")
+		}
+	}
+	cl.c.Publish(ctx, a, "up")
+	if msg, err := ps.ReceiveMessage(ctx); err != nil || msg.Payload != "up" {
+		t.Fatalf("message of the shard that is up: %v, %v", msg, err)
+	}
+	if err := down.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		msg, err := ps.ReceiveTimeout(ctx, 10*time.Second)
+		if err != nil && strings.Contains(err.Error(), "shard-1") {
+			continue // still reconnecting
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sub := msg.(*redis.Subscription); sub.Channel != b || sub.Count != 2 {
+			t.Fatalf("late confirmation %+v, want %s, count 2", sub, b)
+		}
+		break
+	}
+	down.Publish(b, "back")
+	if msg, err := ps.ReceiveMessage(ctx); err != nil || msg.Payload != "back" {
+		t.Fatalf("message after the shard came back: %v, %v", msg, err)
+	}
+}
+
+// A shard that restarts while subscribed: the subscription is made again
+// on it, and Channel() keeps delivering.
+func TestPubSubShardRestarts(t *testing.T) {
+	cl := newCluster(t, 1, 1)
+	_, b := cl.twoShardKeys(t)
+	m := cl.mini["shard-1"]
+	ps := cl.c.Subscribe(ctx, b)
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ch := ps.Channel()
+	m.Close()
+	if err := m.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the subscription on the restarted shard", func() bool { return numSub(m, b) == 1 })
+	m.Publish(b, "again")
+	select {
+	case msg := <-ch:
+		if msg.Payload != "again" {
+			t.Fatalf("got %v", msg)
+		}
+	case <-time.After(10 * time.Second): // a watchdog
+		t.Fatal("no message after the shard restarted")
+	}
+}
+
+// Closing the PubSub, or the Client, while a shard is down and its link
+// retries stops everything (goleak checks the goroutines at the end), and
+// a PubSub left open sees its Channel closed when the Client closes.
+func TestPubSubCloseDuringReconnect(t *testing.T) {
+	cl := newCluster(t, 1, 1)
+	a, b := cl.twoShardKeys(t)
+	cl.mini["shard-1"].Close()
+	ps := cl.c.Subscribe(ctx, a, b)
+	if _, err := ps.Receive(ctx); err != nil && !strings.Contains(err.Error(), "shard-1") {
+		t.Fatal(err)
+	}
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+	open := cl.c.Subscribe(ctx, a, b)
+	defer open.Close()
+	msgs := open.Channel()
+	if err := cl.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for range msgs { // closed once the PubSub learns the Client is closed
+	}
+	if err := cl.c.Subscribe(ctx, a).Ping(ctx); !errors.Is(err, redis.ErrClosed) {
+		t.Fatalf("Subscribe after Close: %v, want redis.ErrClosed", err)
+	}
+}
+
+// A Client closed before its first Subscribe gives PubSubs that report
+// redis.ErrClosed.
+func TestPubSubAfterClose(t *testing.T) {
+	cl := newCluster(t, 1)
+	cl.c.Close()
+	ps := cl.c.Subscribe(ctx, "x")
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); !errors.Is(err, redis.ErrClosed) {
+		t.Fatalf("Receive: %v, want redis.ErrClosed", err)
+	}
+}
