@@ -300,6 +300,9 @@ func (c *Client) Close() error {
 	if top.handoff != nil {
 		all = append(all, top.handoff.from.shards...)
 	}
+	if top.hold != nil {
+		all = append(all, top.hold.nextTop.shards...)
+	}
 	for r := range c.retiring {
 		r.timer.Stop()
 		for _, b := range r.backends {

@@ -78,6 +78,7 @@ type hold struct {
 	epoch    uint64     // the registry epoch of the change
 	next     *ring.Ring // the ring being prepared
 	nextIDs  []string   // server identity of next's index i
+	nextTop  *topology  // next's shards (never published: the pub/sub multiplexer listens there too)
 	released chan struct{}
 	timeout  time.Duration
 }
@@ -450,15 +451,23 @@ func (c *Client) buildFleet(old *topology, prev, cfg registry.Config, ttl time.D
 		}
 	}
 	sameChange := prev.Epoch == cfg.Epoch && prev.Change == cfg.Change && prev.InFlight()
+	// Every backend old reaches may serve the next topology.
+	reuse := &topology{}
+	for _, b := range reachable(old) {
+		reuse.shards = append(reuse.shards, &shard{Shard: b.shard, backend: b})
+	}
 	next := &topology{epoch: old.epoch + 1, gutterTTL: old.gutterTTL, flight: &inflight{}}
 	switch cfg.Phase {
 	case registry.Stable:
 		next.ring = r1.r
-		next.shards = c.buildShards(r1.r, s1, old)
+		next.shards = c.buildShards(r1.r, s1, reuse)
 	case registry.Prepare:
 		next.ring = r0.r
-		next.shards = c.buildShards(r0.r, s0, old)
-		next.hold = &hold{epoch: cfg.Epoch, next: r1.r, nextIDs: r1.ids, released: make(chan struct{}), timeout: 2*ttl + 4*beaconFresh}
+		next.shards = c.buildShards(r0.r, s0, reuse)
+		nt := &topology{epoch: next.epoch, ring: r1.r, flight: next.flight}
+		nt.shards = c.buildShards(r1.r, s1, &topology{shards: append(reuse.shards, next.shards...)})
+		next.hold = &hold{epoch: cfg.Epoch, next: r1.r, nextIDs: r1.ids, nextTop: nt,
+			released: make(chan struct{}), timeout: 2*ttl + 4*beaconFresh}
 	case registry.Migrate, registry.Commit:
 		if sameChange && prev.Phase == registry.Migrate && old.handoff != nil {
 			// Commit after Migrate: the same routing, no new move.
@@ -471,9 +480,9 @@ func (c *Client) buildFleet(old *topology, prev, cfg registry.Config, ttl time.D
 			// Joined or caught up mid-change: the previous ring's
 			// commands are old's.
 			from = &topology{epoch: old.epoch, ring: r0.r, flight: old.flight}
-			from.shards = c.buildShards(r0.r, s0, old)
+			from.shards = c.buildShards(r0.r, s0, reuse)
 		}
-		pool := &topology{shards: append(old.sources(), from.shards...)}
+		pool := &topology{shards: append(reuse.shards, from.shards...)}
 		next.ring = r1.r
 		next.shards = c.buildShards(r1.r, s1, pool)
 		for _, s := range from.shards {
@@ -507,25 +516,33 @@ func (c *Client) buildFleet(old *topology, prev, cfg registry.Config, ttl time.D
 	return next, after, nil
 }
 
-// unusedBackends lists the backends old reaches (its shards, orphans and
-// previous ring) that next does not.
-func unusedBackends(old, next *topology) []*backend {
-	used := func(t *topology) []*backend {
-		var out []*backend
-		for _, s := range t.sources() {
-			out = append(out, s.backend)
-		}
-		if t.handoff != nil {
-			for _, s := range t.handoff.from.shards {
+// reachable lists, once each, the backends t reaches: its shards and
+// orphans, its previous ring's (handoff) and its next ring's (hold).
+func reachable(t *topology) []*backend {
+	var out []*backend
+	add := func(shards []*shard) {
+		for _, s := range shards {
+			if !slices.Contains(out, s.backend) {
 				out = append(out, s.backend)
 			}
 		}
-		return out
 	}
-	keep := used(next)
+	add(t.sources())
+	if t.handoff != nil {
+		add(t.handoff.from.shards)
+	}
+	if t.hold != nil {
+		add(t.hold.nextTop.shards)
+	}
+	return out
+}
+
+// unusedBackends lists the backends old reaches that next does not.
+func unusedBackends(old, next *topology) []*backend {
+	keep := reachable(next)
 	var gone []*backend
-	for _, b := range used(old) {
-		if !slices.Contains(keep, b) && !slices.Contains(gone, b) {
+	for _, b := range reachable(old) {
+		if !slices.Contains(keep, b) {
 			gone = append(gone, b)
 		}
 	}

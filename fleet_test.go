@@ -568,3 +568,47 @@ func BenchmarkFleet(b *testing.B) {
 	run("fleet/migrate/staying-key", c, stayed)
 	run("fleet/migrate/moved-key", c, moved)
 }
+
+// TestFleetPubSubInPrepare: a subscriber in Prepare hears a channel that
+// moves both on its current owner (processes still in Stable or Prepare
+// publish there, at once: a channel is not held) and on its next one
+// (processes in Migrate already publish there).
+func TestFleetPubSubInPrepare(t *testing.T) {
+	f := newFleet(t, 2)
+	ctx := context.Background()
+	f.apply(t, ctx, f.doc(1))
+	c := f.client(t, f.reg, "sub")
+	moving, _ := keyMoving(t, f, 1)
+	cur, _ := f.reg.Get(ctx)
+	prep := cur.Begin(f.doc(2), "pubsub", "test")
+	if err := f.reg.Publish(ctx, cur, prep); err != nil {
+		t.Fatal(err)
+	}
+	waitVersion(t, c, prep.Version())
+	ps := c.Subscribe(ctx, moving)
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the next owner's subscription, which Receive does not wait for
+	next, err := redshard.NewClient(&redshard.Options{Health: &redshard.HealthOptions{Disable: true}, Shards: []redshard.Shard{
+		{Name: "s0", Addr: f.addrs[0]}, {Name: "s1", Addr: f.addrs[1]}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	for _, p := range []struct {
+		who string
+		c   *redshard.Client
+	}{{"a process in prepare", c}, {"a process in migrate", next}} {
+		if err := p.c.Publish(ctx, moving, p.who).Err(); err != nil {
+			t.Fatalf("PUBLISH by %s: %v", p.who, err)
+		}
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		msg, err := ps.ReceiveMessage(rctx)
+		cancel()
+		if err != nil || msg.Payload != p.who {
+			t.Fatalf("message from %s: %v, %v", p.who, msg, err)
+		}
+	}
+}

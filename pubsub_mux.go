@@ -404,6 +404,9 @@ func (m *mux) targetKeys(kind int, name string) []linkKey {
 	if m.top.handoff != nil {
 		rings = append(rings, m.top.handoff.from)
 	}
+	if m.top.hold != nil { // a fleet's Prepare: processes in Migrate publish on the next ring
+		rings = append(rings, m.top.hold.nextTop)
+	}
 	for _, t := range rings {
 		if kind == subPattern {
 			for _, s := range t.shards {

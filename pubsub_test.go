@@ -89,7 +89,7 @@ func TestPubSubLikeOneServer(t *testing.T) {
 		t.Run(fmt.Sprintf("RESP%d", protocol), func(t *testing.T) {
 			plain := redis.NewClient(&redis.Options{Addr: single.Addr(), Protocol: protocol})
 			defer plain.Close()
-			cl := newClusterWith(t, &redis.Options{Protocol: protocol}, 1, 1, 1, 1)
+			cl := newClusterWith(t, func(o *redshard.Options) { o.ShardOptions = &redis.Options{Protocol: protocol} }, 1, 1, 1, 1)
 			a, b := cl.twoShardKeys(t)
 			want := pubsubScript(t, plain, a, b)
 			got := pubsubScript(t, cl.c, a, b)
@@ -105,19 +105,6 @@ func TestPubSubLikeOneServer(t *testing.T) {
 			}
 		})
 	}
-}
-
-// newClusterWith is newCluster with shard options.
-func newClusterWith(t *testing.T, so *redis.Options, weights ...float64) *cluster {
-	t.Helper()
-	cl := newCluster(t, weights...)
-	c, err := redshard.NewClient(&redshard.Options{Shards: cl.shards, ShardOptions: so})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	cl.c = c
-	return cl
 }
 
 // Messages of channels on every shard and of a pattern arrive on one

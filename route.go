@@ -64,7 +64,9 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 		// The hot path: one shard, the caller's command object, no allocation.
 		var i int
 		if i, err = top.owner(info, cmd.Args(), keys); err == nil {
-			if top.guarded {
+			// A channel is no key: nothing to move, hold or fence (during
+			// a change the pub/sub multiplexer listens on both owners).
+			if top.guarded && info.Class == command.Keyed {
 				if err := c.handOff(ctx, top, cmd.Args(), keys); err != nil {
 					return err
 				}
@@ -316,7 +318,7 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 		if err == nil {
 			writes = c.noteWrite(writes, info, cmd.Args(), keys)
 		}
-		if err == nil && top.guarded && info.Class != command.Fanout && info.Class != command.Scan {
+		if err == nil && top.guarded && info.Class != command.Fanout && info.Class != command.Scan && info.Class != command.Channel {
 			for _, k := range keys {
 				moved = append(moved, command.Arg(cmd.Args()[k]))
 			}
