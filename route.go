@@ -142,6 +142,10 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 	return cmd.Err()
 }
 
+// settled reports that no change is in flight for t: no handoff, and no
+// fleet hold or fence.
+func (t *topology) settled() bool { return t.handoff == nil && t.hold == nil && t.fence == nil }
+
 // single reports whether a command goes, exactly as it is, to the ring's
 // only shard, as it would to a plain go-redis client on that server:
 // connection-state, server and scripting commands with no key (HELLO,
@@ -157,17 +161,17 @@ func (t *topology) single(info command.Info, keys []int, lookupErr error) bool {
 		return false
 	}
 	if lookupErr != nil {
-		return t.handoff == nil && errors.Is(lookupErr, command.ErrMalformed)
+		return t.settled() && errors.Is(lookupErr, command.ErrMalformed)
 	}
 	switch info.Class {
 	case command.NotSharded:
 		return true
 	case command.Unknown:
-		return t.handoff == nil
+		return t.settled()
 	case command.Keyed:
 		return len(keys) == 0
 	case command.Fanout: // one shard's reply is the answer: the server's own, errors included
-		return t.handoff == nil && ownReply(info.Merge)
+		return t.settled() && ownReply(info.Merge)
 	}
 	return false
 }

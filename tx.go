@@ -152,7 +152,7 @@ func (g txGuard) written(cmd redis.Cmder) {
 // shards' pools, since no one connection reaches every shard. Close it
 // when done, as with go-redis.
 func (c *Client) Conn() *redis.Conn {
-	if top := c.top.Load(); !c.closed.Load() && len(top.shards) == 1 && top.handoff == nil && c.hot == nil {
+	if top := c.top.Load(); !c.closed.Load() && len(top.shards) == 1 && top.settled() && c.hot == nil {
 		return top.shards[0].client.Conn()
 	}
 	return c.Client.Conn()
