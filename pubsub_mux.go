@@ -3,6 +3,7 @@ package redshard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"slices"
@@ -38,7 +39,7 @@ const (
 )
 
 var (
-	errMuxClosed   = errors.New("redshard: pub/sub connection closed")
+	errMuxClosed   = fmt.Errorf("redshard: pub/sub connection closed: %w", net.ErrClosed) // go-redis reports it as it does a closed socket
 	errSlowReader  = errors.New("redshard: pub/sub connection closed: more than 64 MiB of messages were not read")
 	errMuxProtocol = errRESP
 )

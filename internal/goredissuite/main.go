@@ -30,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +43,17 @@ type config struct {
 	Shards   int    // 0: the plain go-redis client on one server
 	Protocol int    // 2 or 3
 	Baseline string // the plain configuration of the same protocol
+}
+
+// hangs lists specs that hang through redshard (a known defect each, named
+// in the allow-list): they are skipped in redshard's configurations rather
+// than left to eat the time limit, and gated like any failure, so a fix
+// shows up as a stale allow-list entry once the spec is removed here.
+var hangs = []string{
+	// After SetNetConn replaces the PubSub's connection with a broken
+	// one, the reconnected PubSub never receives the message published
+	// next (pub/sub multiplexer: a new front connection's subscription).
+	"should reconnect on ReceiveMessage error",
 }
 
 var allConfigs = []config{
@@ -392,6 +404,11 @@ func runConfig(c config, testBin, redisBin, mod, work, outDir, tag string, focus
 	}
 	for _, f := range focus {
 		cmd.Args = append(cmd.Args, "-ginkgo.focus-file", f)
+	}
+	if c.Shards > 0 {
+		for _, h := range hangs {
+			cmd.Args = append(cmd.Args, "-ginkgo.skip", regexp.QuoteMeta(h))
+		}
 	}
 	cmd.Dir = mod // some specs read files relative to the package
 	cmd.Env = append(os.Environ(),
