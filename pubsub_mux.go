@@ -188,19 +188,61 @@ func (m *mux) Read(p []byte) (int, error) {
 	}
 }
 
-// Write takes the front's commands and answers them; it never blocks.
+// subscribeWait bounds how long Write waits for the shards to confirm the
+// subscriptions it asked for.
+const subscribeWait = 2 * time.Second
+
+// Write takes the front's commands and answers them. A write that asks
+// for subscriptions returns once the shards have confirmed them (or failed,
+// or subscribeWait passed): a PUBLISH sent right after Subscribe returns
+// reaches the subscriber, as with one server, where the SUBSCRIBE is on
+// the wire before Subscribe returns.
 func (m *mux) Write(p []byte) (int, error) {
+	n, pending, err := m.write(p)
+	if len(pending) > 0 {
+		m.awaitSubscribed(pending)
+	}
+	return n, err
+}
+
+// awaitSubscribed waits until none of subs waits for a link that is not
+// failing, the mux closes, or subscribeWait passes.
+func (m *mux) awaitSubscribed(subs []*subscription) {
+	deadline := time.Now().Add(subscribeWait)
+	for time.Now().Before(deadline) {
+		m.mu.Lock()
+		done := m.closed
+		if !done {
+			done = true
+			for _, st := range subs {
+				for l := range st.waiting {
+					if !l.failing && !st.failed {
+						done = false
+					}
+				}
+			}
+		}
+		m.mu.Unlock()
+		if done {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (m *mux) write(p []byte) (int, []*subscription, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return 0, m.closeErr
+		return 0, nil, m.closeErr
 	}
+	before := len(m.replies)
 	m.in = append(m.in, p...)
 	for {
 		args, n, err := parseCommand(m.in)
 		if err != nil {
 			m.failLocked(errMuxProtocol)
-			return 0, err
+			return 0, nil, err
 		}
 		if n == 0 {
 			break
@@ -211,8 +253,14 @@ func (m *mux) Write(p []byte) (int, error) {
 	if len(m.in) == 0 {
 		m.in = nil
 	}
+	var pending []*subscription
+	for _, r := range m.replies[min(before, len(m.replies)):] {
+		if r.op == replySub && r.sub != nil && len(r.sub.waiting) > 0 {
+			pending = append(pending, r.sub)
+		}
+	}
 	m.flush()
-	return len(p), nil
+	return len(p), pending, nil
 }
 
 // Close closes the mux and its links. It is idempotent.
