@@ -38,6 +38,7 @@ type link struct {
 	want    [numSubKinds]map[string]bool // what it is subscribed to, or being
 	ops     []linkOp                     // changes not sent yet
 	sent    uint64                       // the last sync token issued
+	acked   uint64                       // the last sync token the shard answered
 	resync  bool                         // send a token covering everything (after a failure)
 	failing bool                         // the front was told of a failure since the last PONG
 }

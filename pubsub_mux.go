@@ -1,6 +1,7 @@
 package redshard
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -198,6 +199,9 @@ const subscribeWait = 2 * time.Second
 // reaches the subscriber, as with one server, where the SUBSCRIBE is on
 // the wire before Subscribe returns.
 func (m *mux) Write(p []byte) (int, error) {
+	if bytes.Contains(bytes.ToLower(p), []byte("unsubscribe")) {
+		m.drain()
+	}
 	n, pending, err := m.write(p)
 	if len(pending) > 0 {
 		m.awaitSubscribed(pending)
@@ -227,6 +231,41 @@ func (m *mux) awaitSubscribed(subs []*subscription) {
 			return
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// drain waits until every link's shard has answered a sync sent now, so
+// that the messages it sent before an unsubscribe reach the front before
+// the unsubscribe's confirmation, as on one server (bounded by
+// subscribeWait; failing links are not waited for).
+func (m *mux) drain() {
+	m.mu.Lock()
+	want := map[*link]uint64{}
+	for _, l := range m.links {
+		if l.failing {
+			continue
+		}
+		l.resync = true
+		want[l] = l.sent + 1
+		l.signal()
+	}
+	m.mu.Unlock()
+	deadline := time.Now().Add(subscribeWait)
+	for len(want) > 0 && time.Now().Before(deadline) {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return
+		}
+		for l, tok := range want {
+			if l.acked >= tok || l.failing || l.ctx.Err() != nil {
+				delete(want, l)
+			}
+		}
+		m.mu.Unlock()
+		if len(want) > 0 {
+			time.Sleep(time.Millisecond)
+		}
 	}
 }
 
@@ -655,6 +694,7 @@ func (m *mux) synced(l *link, tok uint64) {
 		return
 	}
 	l.failing = false
+	l.acked = max(l.acked, tok)
 	for kind := range l.want {
 		for name := range l.want[kind] {
 			st := m.subs[kind][name]
