@@ -174,9 +174,8 @@ type follower struct {
 	applyMu sync.Mutex      // serialises apply
 	applied registry.Config // what the topology follows; guarded by applyMu
 
-	acked  atomic.Pointer[registry.Version] // what heartbeats report
-	kick   chan struct{}                    // a heartbeat now, please
-	fenced atomic.Bool
+	acked atomic.Pointer[registry.Version] // what heartbeats report
+	kick  chan struct{}                    // a heartbeat now, please
 
 	mu     sync.Mutex
 	sentOK time.Time // when the last successful heartbeat was sent; guarded by mu
@@ -296,7 +295,7 @@ func (f *follower) heartbeats() {
 		case <-f.kick:
 		}
 		if ok := f.heartbeat(); ok {
-			if f.fenced.Load() && f.catchUp() && f.heartbeat() {
+			if f.isFenced() && f.catchUp() && f.heartbeat() {
 				f.setFenced(false)
 			}
 			f.mu.Lock()
@@ -317,7 +316,7 @@ func (f *follower) heartbeats() {
 func (f *follower) heartbeat() bool {
 	m := f.me
 	v := *f.acked.Load()
-	m.Epoch, m.Phase, m.Fenced = v.Epoch, v.Phase, f.fenced.Load()
+	m.Epoch, m.Phase, m.Fenced = v.Epoch, v.Phase, f.isFenced()
 	sent := time.Now()
 	ctx, cancel := context.WithTimeout(f.ctx, f.ttl/4)
 	defer cancel()
@@ -349,15 +348,18 @@ func (f *follower) catchUp() bool {
 	return !f.applied.Version().Less(cfg.Version())
 }
 
+// isFenced reports whether the current topology carries a fence: the
+// topology is the one record of it.
+func (f *follower) isFenced() bool { return f.c.top.Load().fence != nil }
+
 // setFenced publishes the current topology with or without a fence.
 func (f *follower) setFenced(on bool) {
 	c := f.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if f.fenced.Load() == on || c.closed.Load() {
+	if f.isFenced() == on || c.closed.Load() {
 		return
 	}
-	f.fenced.Store(on)
 	next := *c.top.Load()
 	next.fence = nil
 	if on {
@@ -398,7 +400,7 @@ func (f *follower) apply(cfg registry.Config) {
 		return
 	}
 	next.fence = nil
-	if f.fenced.Load() && old.fence != nil {
+	if old.fence != nil {
 		next.fence = &fence{f: f, known: cfg.Version(), vnodes: c.cfg.opt.VnodesPerWeight, reason: old.fence.reason}
 	}
 	c.top.Store(next.seal())
@@ -420,11 +422,17 @@ func (f *follower) apply(cfg registry.Config) {
 	}
 }
 
+// idle reports whether no command counted on fl is running, or only
+// blocking ones that have had blockingGrace since start.
+func (fl *inflight) idle(start time.Time) bool {
+	return fl.n.Load() == 0 && (fl.blocking.Load() == 0 || time.Since(start) > blockingGrace)
+}
+
 // waitIdle waits until no command counted on fl is running, or only
 // blocking ones for blockingGrace (see awaitDrain), or ctx ends.
 func waitIdle(ctx context.Context, fl *inflight) {
 	start := time.Now()
-	for fl.n.Load() != 0 || (fl.blocking.Load() != 0 && time.Since(start) < blockingGrace) {
+	for !fl.idle(start) {
 		select {
 		case <-ctx.Done():
 			return
@@ -688,7 +696,7 @@ func (c *Client) FleetStatus() (st FleetStatus, ok bool) {
 	st.Member = f.me
 	st.Member.Epoch, st.Member.Phase = v.Epoch, v.Phase
 	st.Version = v
-	st.Fenced = f.fenced.Load()
+	st.Fenced = f.isFenced()
 	st.Member.Fenced = st.Fenced
 	f.mu.Lock()
 	st.LastHeartbeat, st.Err = f.sentOK, f.err

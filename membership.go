@@ -354,8 +354,7 @@ func (c *Client) awaitDrain(ctx context.Context, h *handoff) error {
 	}
 	start := time.Now()
 	for !h.drained.Load() {
-		f := h.from.flight
-		if f.n.Load() == 0 && (f.blocking.Load() == 0 || time.Since(start) > blockingGrace) {
+		if h.from.flight.idle(start) {
 			h.drained.Store(true)
 			break
 		}

@@ -189,6 +189,8 @@ func (m *mux) Read(p []byte) (int, error) {
 	}
 }
 
+var unsubscribeName = []byte("unsubscribe") // also in punsubscribe, sunsubscribe
+
 // subscribeWait bounds how long Write waits for the shards to confirm the
 // subscriptions it asked for.
 const subscribeWait = 2 * time.Second
@@ -199,7 +201,8 @@ const subscribeWait = 2 * time.Second
 // reaches the subscriber, as with one server, where the SUBSCRIBE is on
 // the wire before Subscribe returns.
 func (m *mux) Write(p []byte) (int, error) {
-	if bytes.Contains(bytes.ToLower(p), []byte("unsubscribe")) {
+	// go-redis spells command names in lower case; nothing is allocated.
+	if bytes.Contains(p, unsubscribeName) {
 		m.drain()
 	}
 	n, pending, err := m.write(p)
@@ -212,22 +215,27 @@ func (m *mux) Write(p []byte) (int, error) {
 // awaitSubscribed waits until none of subs waits for a link that is not
 // failing, the mux closes, or subscribeWait passes.
 func (m *mux) awaitSubscribed(subs []*subscription) {
-	deadline := time.Now().Add(subscribeWait)
-	for time.Now().Before(deadline) {
-		m.mu.Lock()
-		done := m.closed
-		if !done {
-			done = true
-			for _, st := range subs {
-				for l := range st.waiting {
-					if !l.failing && !st.failed {
-						done = false
-					}
+	m.waitUntil(func() bool {
+		for _, st := range subs {
+			for l := range st.waiting {
+				if !l.failing && !st.failed {
+					return false
 				}
 			}
 		}
+		return true
+	})
+}
+
+// waitUntil polls done, under m.mu, until it holds, the mux closes, or
+// subscribeWait passes.
+func (m *mux) waitUntil(done func() bool) {
+	deadline := time.Now().Add(subscribeWait)
+	for {
+		m.mu.Lock()
+		ok := m.closed || done()
 		m.mu.Unlock()
-		if done {
+		if ok || !time.Now().Before(deadline) {
 			return
 		}
 		time.Sleep(time.Millisecond)
@@ -250,23 +258,14 @@ func (m *mux) drain() {
 		l.signal()
 	}
 	m.mu.Unlock()
-	deadline := time.Now().Add(subscribeWait)
-	for len(want) > 0 && time.Now().Before(deadline) {
-		m.mu.Lock()
-		if m.closed {
-			m.mu.Unlock()
-			return
-		}
+	m.waitUntil(func() bool {
 		for l, tok := range want {
 			if l.acked >= tok || l.failing || l.ctx.Err() != nil {
 				delete(want, l)
 			}
 		}
-		m.mu.Unlock()
-		if len(want) > 0 {
-			time.Sleep(time.Millisecond)
-		}
-	}
+		return len(want) == 0
+	})
 }
 
 func (m *mux) write(p []byte) (int, []*subscription, error) {
