@@ -104,8 +104,8 @@ type shard struct {
 	*backend
 }
 
-// errFrontDial is what the front client's dialer says if anything ever asks
-// it for a connection (Monitor, a WithTimeout client's Subscribe, ...).
+// errFrontDial is what the front client's connections say if anything
+// ever uses one (Monitor, a WithTimeout client's Subscribe, ...).
 var errFrontDial = fmt.Errorf("%w: this connection is not bound to a shard "+
 	"(use the Client's own Subscribe, PSubscribe and SSubscribe, ShardFor, or ForEachShard)", ErrNotSharded)
 
@@ -180,13 +180,37 @@ func newFront(route redis.Hook) *redis.Client {
 		PoolSize:        1,
 		// The front never connects; auto mode would resolve its Addr.
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-		Dialer: func(context.Context, string, string) (net.Conn, error) {
-			return nil, errFrontDial
-		},
+		Dialer:                   dialFront,
 	})
 	front.AddHook(route)
 	return front
 }
+
+// dialFront is the front client's dialer. Every command of the front goes
+// through the route hook, which never uses a connection, so what asks for
+// one is code working on the pool itself or bypassing the hooks (Monitor,
+// go-redis's own pool tests): it gets a connection on which every read and
+// write fails with errFrontDial, and the error comes with the first command
+// sent on it, not from the pool.
+func dialFront(context.Context, string, string) (net.Conn, error) { return frontConn{}, nil }
+
+// frontConn is the front client's connection: it carries nothing.
+type frontConn struct{}
+
+func (frontConn) Read([]byte) (int, error)         { return 0, errFrontDial }
+func (frontConn) Write([]byte) (int, error)        { return 0, errFrontDial }
+func (frontConn) Close() error                     { return nil }
+func (frontConn) LocalAddr() net.Addr              { return localAddr("redshard-front") }
+func (frontConn) RemoteAddr() net.Addr             { return localAddr("redshard-front") }
+func (frontConn) SetDeadline(time.Time) error      { return nil }
+func (frontConn) SetReadDeadline(time.Time) error  { return nil }
+func (frontConn) SetWriteDeadline(time.Time) error { return nil }
+
+// localAddr is the address of a connection redshard makes in memory.
+type localAddr string
+
+func (localAddr) Network() string  { return "redshard" }
+func (a localAddr) String() string { return string(a) }
 
 // buildShards creates the backends of r, reusing those of old (current
 // shards and orphans) for the same server with the same options, whatever
@@ -377,25 +401,41 @@ func (c *Client) ForEachShard(ctx context.Context, fn func(ctx context.Context, 
 	return g.Wait()
 }
 
-// PoolStats returns the connection pool statistics summed over the shards.
+// PoolStats returns the connection pool statistics summed over the shards'
+// clients (their pipeline pools' too, when go-redis keeps them apart), so
+// one shard reports exactly what its go-redis client reports.
 func (c *Client) PoolStats() *redis.PoolStats {
 	var sum redis.PoolStats
 	for _, s := range c.top.Load().shards {
 		st := s.client.PoolStats()
-		sum.Hits += st.Hits
-		sum.Misses += st.Misses
-		sum.Timeouts += st.Timeouts
-		sum.WaitCount += st.WaitCount
-		sum.WaitDurationNs += st.WaitDurationNs
-		sum.Unusable += st.Unusable
-		sum.TotalConns += st.TotalConns
-		sum.IdleConns += st.IdleConns
-		sum.StaleConns += st.StaleConns
+		addPoolStats(&sum, st)
 		sum.PubSubStats.Created += st.PubSubStats.Created
 		sum.PubSubStats.Untracked += st.PubSubStats.Untracked
 		sum.PubSubStats.Active += st.PubSubStats.Active
+		switch {
+		case st.PipelineStats == nil:
+		case sum.PipelineStats == nil:
+			first := *st.PipelineStats // its type is go-redis's internal pool.Stats
+			sum.PipelineStats = &first
+		default:
+			addPoolStats((*redis.PoolStats)(sum.PipelineStats), (*redis.PoolStats)(st.PipelineStats))
+		}
 	}
 	return &sum
+}
+
+// addPoolStats adds the counters of one pool to sum.
+func addPoolStats(sum, st *redis.PoolStats) {
+	sum.Hits += st.Hits
+	sum.Misses += st.Misses
+	sum.Timeouts += st.Timeouts
+	sum.WaitCount += st.WaitCount
+	sum.WaitDurationNs += st.WaitDurationNs
+	sum.Unusable += st.Unusable
+	sum.TotalConns += st.TotalConns
+	sum.IdleConns += st.IdleConns
+	sum.StaleConns += st.StaleConns
+	sum.PendingRequests += st.PendingRequests
 }
 
 // Options returns a copy of the template every shard client is built from

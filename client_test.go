@@ -352,8 +352,58 @@ func TestWatch(t *testing.T) {
 	if !errors.Is(err, redshard.ErrCrossShard) {
 		t.Fatalf("command on another shard inside Watch: %v", err)
 	}
-	if err := cl.c.Watch(ctx, func(*redis.Tx) error { return nil }); !errors.Is(err, redshard.ErrNotSharded) {
+}
+
+// Watch with no key binds fn to no shard: its commands and transactions are
+// routed as the Client's, a WATCH inside it is refused, and a transaction of
+// PINGs and ECHOs (no key) runs on any shard.
+func TestWatchNoKeyRoutes(t *testing.T) {
+	cl := newCluster(t, 1, 1, 1)
+	a, b := cl.twoShardKeys(t)
+	cl.c.Set(ctx, a, 1, 0)
+	cl.c.Set(ctx, b, 2, 0)
+	var watchErr error
+	err := cl.c.Watch(ctx, func(tx *redis.Tx) error {
+		x, err := tx.Get(ctx, a).Int()
+		if err != nil {
+			return err
+		}
+		y, err := tx.Get(ctx, b).Int() // another shard: fine, nothing is watched
+		if err != nil {
+			return err
+		}
+		watchErr = tx.Watch(ctx, a).Err()
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, b, x+y, 0)
+			p.Ping(ctx)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
 		t.Fatalf("Watch with no key: %v", err)
+	}
+	if !errors.Is(watchErr, redshard.ErrNotSharded) {
+		t.Fatalf("WATCH inside a keyless Watch: %v, want ErrNotSharded", watchErr)
+	}
+	if got := cl.c.Get(ctx, b).Val(); got != "3" {
+		t.Fatalf("after the keyless Watch %s = %q, want 3", b, got)
+	}
+	cmds, err := cl.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Ping(ctx)
+		p.Echo(ctx, "x")
+		return nil
+	})
+	if err != nil || len(cmds) != 2 || cmds[1].(*redis.StringCmd).Val() != "x" {
+		t.Fatalf("keyless TxPipelined of PING and ECHO: %v, %v", cmds, err)
+	}
+	_, err = cl.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Ping(ctx)
+		p.DBSize(ctx) // one shard's answer would be a lie
+		return nil
+	})
+	if !errors.Is(err, redshard.ErrNotSharded) {
+		t.Fatalf("keyless TxPipelined with DBSIZE: %v, want ErrNotSharded", err)
 	}
 }
 
@@ -594,5 +644,48 @@ func TestOptionsIsTheShardTemplate(t *testing.T) {
 	defer c.Close()
 	if o := c.Options(); o.PoolSize != 7 || o.Addr != "" {
 		t.Fatalf("Options() = PoolSize %d, Addr %q; want the template", o.PoolSize, o.Addr)
+	}
+}
+
+// On one shard, PoolStats is the shard client's, pipeline pool included;
+// on several it is their sum.
+func TestPoolStatsIsTheShardsSum(t *testing.T) {
+	for _, n := range []int{1, 3} {
+		weights := make([]float64, n)
+		for i := range weights {
+			weights[i] = 1
+		}
+		cl := newCluster(t, weights...) // the heartbeat has its own connections
+		for i := 0; i < 20; i++ {
+			cl.c.Set(ctx, fmt.Sprint(i), i, 0)
+		}
+		if _, err := cl.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := 0; i < 20; i++ {
+				p.Get(ctx, fmt.Sprint(i))
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var want redis.PoolStats
+		var pipe uint32
+		for _, s := range cl.shards {
+			sc, _ := cl.c.ShardClient(s.Name)
+			st := sc.PoolStats()
+			want.Hits += st.Hits
+			want.Misses += st.Misses
+			want.TotalConns += st.TotalConns
+			if st.PipelineStats != nil {
+				pipe += st.PipelineStats.Misses + st.PipelineStats.Hits
+			}
+		}
+		got := cl.c.PoolStats()
+		if got.Hits != want.Hits || got.Misses != want.Misses || got.TotalConns != want.TotalConns {
+			t.Fatalf("%d shards: PoolStats hits/misses/conns = %d/%d/%d, shards' sum %d/%d/%d",
+				n, got.Hits, got.Misses, got.TotalConns, want.Hits, want.Misses, want.TotalConns)
+		}
+		if pipe == 0 || got.PipelineStats == nil || got.PipelineStats.Misses+got.PipelineStats.Hits != pipe {
+			t.Fatalf("%d shards: PipelineStats = %+v, want %d pipeline pool gets", n, got.PipelineStats, pipe)
+		}
 	}
 }

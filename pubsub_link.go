@@ -41,6 +41,7 @@ type link struct {
 	acked   uint64                       // the last sync token the shard answered
 	resync  bool                         // send a token covering everything (after a failure)
 	failing bool                         // the front was told of a failure since the last PONG
+	rename  bool                         // give the connection the mux's name first
 }
 
 type linkOp struct {
@@ -60,7 +61,7 @@ func (m *mux) link(key linkKey) *link {
 	if l := m.links[key]; l != nil {
 		return l
 	}
-	l := &link{m: m, key: key, wake: make(chan struct{}, 1)}
+	l := &link{m: m, key: key, wake: make(chan struct{}, 1), rename: m.name != ""}
 	l.ctx, l.cancel = context.WithCancel(m.ctx)
 	for k := range l.want {
 		l.want[k] = map[string]bool{}
@@ -114,11 +115,11 @@ func (l *link) write() {
 		case <-l.wake:
 		}
 		for {
-			ops, tok, ok := l.take()
+			ops, tok, name, ok := l.take()
 			if !ok {
 				break
 			}
-			err := l.apply(ops, tok)
+			err := l.apply(ops, tok, name)
 			if l.ctx.Err() != nil {
 				return
 			}
@@ -135,15 +136,24 @@ func (l *link) write() {
 	}
 }
 
-// take returns the queued changes and the sync token that will follow
-// them, recording which waiting subscriptions the token covers.
-func (l *link) take() ([]linkOp, uint64, bool) {
+// take returns the queued changes, the sync token that will follow them,
+// and the name to give the connection first (nil: none), recording which
+// waiting subscriptions the token covers.
+func (l *link) take() ([]linkOp, uint64, *string, bool) {
 	m := l.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(l.ops) == 0 && !l.resync {
-		return nil, 0, false
+	if len(l.ops) == 0 && !l.resync && !l.rename {
+		return nil, 0, nil, false
 	}
+	var name *string
+	// After a failure go-redis reconnected and resubscribed: a RESP3
+	// connection takes a name in subscribed mode, a RESP2 one refuses it.
+	if l.rename || l.resync && m.name != "" && m.resp3 {
+		name = new(string)
+		*name = m.name
+	}
+	l.rename = false
 	ops := l.ops
 	l.ops = nil
 	l.sent++
@@ -167,11 +177,17 @@ func (l *link) take() ([]linkOp, uint64, bool) {
 			}
 		}
 	}
-	return ops, tok, true
+	return ops, tok, name, true
 }
 
-// apply sends ops, consecutive ones of a kind together, then token tok.
-func (l *link) apply(ops []linkOp, tok uint64) error {
+// apply names the connection (name not nil), sends ops, consecutive ones
+// of a kind together, then token tok.
+func (l *link) apply(ops []linkOp, tok uint64, name *string) error {
+	if name != nil {
+		if err := l.ps.ClientSetName(l.ctx, *name); err != nil {
+			return err
+		}
+	}
 	for i := 0; i < len(ops); {
 		j := i + 1
 		for j < len(ops) && ops[j].sub == ops[i].sub && ops[j].kind == ops[i].kind {

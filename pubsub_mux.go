@@ -75,6 +75,11 @@ type mux struct {
 	// resp3: the shards speak RESP3 (go-redis's default), so PING in
 	// subscribed mode answers as a plain go-redis client on RESP3 sees it.
 	resp3 bool
+
+	// name is the front's CLIENT SETNAME, given to every link's connection
+	// ("" until one is asked for); renamed is set by a write that asked.
+	name    string
+	renamed bool
 }
 
 // subscription is one channel or pattern of a mux.
@@ -205,9 +210,12 @@ func (m *mux) Write(p []byte) (int, error) {
 	if bytes.Contains(p, unsubscribeName) {
 		m.drain()
 	}
-	n, pending, err := m.write(p)
+	n, pending, renamed, err := m.write(p)
 	if len(pending) > 0 {
 		m.awaitSubscribed(pending)
+	}
+	if renamed {
+		m.drain() // the shards have the name once their links answer a sync sent after it
 	}
 	return n, err
 }
@@ -268,19 +276,20 @@ func (m *mux) drain() {
 	})
 }
 
-func (m *mux) write(p []byte) (int, []*subscription, error) {
+func (m *mux) write(p []byte) (int, []*subscription, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return 0, nil, m.closeErr
+		return 0, nil, false, m.closeErr
 	}
+	m.renamed = false
 	before := len(m.replies)
 	m.in = append(m.in, p...)
 	for {
 		args, n, err := parseCommand(m.in)
 		if err != nil {
 			m.failLocked(errMuxProtocol)
-			return 0, nil, err
+			return 0, nil, false, err
 		}
 		if n == 0 {
 			break
@@ -298,7 +307,7 @@ func (m *mux) write(p []byte) (int, []*subscription, error) {
 		}
 	}
 	m.flush()
-	return len(p), pending, nil
+	return len(p), pending, m.renamed, nil
 }
 
 // Close closes the mux and its links. It is idempotent.
@@ -308,8 +317,8 @@ func (m *mux) Close() error {
 	return nil
 }
 
-func (m *mux) LocalAddr() net.Addr  { return muxAddr{} }
-func (m *mux) RemoteAddr() net.Addr { return muxAddr{} }
+func (m *mux) LocalAddr() net.Addr  { return localAddr("redshard-pubsub") }
+func (m *mux) RemoteAddr() net.Addr { return localAddr("redshard-pubsub") }
 
 func (m *mux) SetDeadline(t time.Time) error { return m.SetReadDeadline(t) }
 
@@ -323,11 +332,6 @@ func (m *mux) SetReadDeadline(t time.Time) error {
 
 // SetWriteDeadline does nothing: a write never blocks.
 func (m *mux) SetWriteDeadline(time.Time) error { return nil }
-
-type muxAddr struct{}
-
-func (muxAddr) Network() string { return "redshard" }
-func (muxAddr) String() string  { return "redshard-pubsub" }
 
 // handle answers one command of the front. Caller holds m.mu.
 func (m *mux) handle(args []string) {
@@ -375,11 +379,26 @@ func (m *mux) handle(args []string) {
 			return
 		}
 		if name == "client" && len(args) == 3 && strings.EqualFold(args[1], "setname") {
-			m.replyFrame(appendStatus(nil, "OK")) // the shards' connections keep their names
+			m.setName(args[2])
 			return
 		}
 		m.replyError("ERR redshard: '" + name + "' is not supported on a Pub/Sub connection")
 	}
+}
+
+// setName records the front's CLIENT SETNAME and has every link give it
+// to its connection, as a server names the subscriber's one connection.
+func (m *mux) setName(name string) {
+	if strings.ContainsFunc(name, func(r rune) bool { return r < '!' || r > '~' }) { // as Redis checks
+		m.replyError("ERR Client names cannot contain spaces, newlines or special characters.")
+		return
+	}
+	m.name, m.renamed = name, true
+	for _, l := range m.links {
+		l.rename = true
+		l.signal()
+	}
+	m.replyFrame(appendStatus(nil, "OK"))
 }
 
 func (m *mux) replyFrame(frame []byte) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 
@@ -18,7 +17,7 @@ import (
 type routeHook struct{ c *Client }
 
 func (h routeHook) DialHook(redis.DialHook) redis.DialHook {
-	return func(context.Context, string, string) (net.Conn, error) { return nil, errFrontDial }
+	return dialFront
 }
 
 func (h routeHook) ProcessHook(redis.ProcessHook) redis.ProcessHook { return h.c.processCommand }
@@ -479,14 +478,10 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 		setCmdsErr(cmds, err)
 		return err
 	}
-	if target < 0 && len(top.shards) == 1 {
-		target = 0 // keyless: the only shard has every key
-	}
 	if target < 0 {
-		err := fmt.Errorf("%w: transaction names no key, so no shard can be chosen; "+
-			"run it on a shard's own client (ShardFor, ForEachShard)", ErrNotSharded)
-		setCmdsErr(cmds, err)
-		return err
+		// No key: the only shard, or (checkTxCommand lets nothing else
+		// through) PINGs and ECHOs, which every shard answers alike.
+		target = top.anyUp()
 	}
 	if s := top.shards[target]; s.down.Load() {
 		err := s.downError()
@@ -503,6 +498,16 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 		c.hot.written(top, w.info, w.args, w.keys)
 	}
 	return err
+}
+
+// anyUp returns a shard that is not marked down, the first if all are.
+func (t *topology) anyUp() int {
+	for i, s := range t.shards {
+		if !s.down.Load() {
+			return i
+		}
+	}
+	return 0
 }
 
 // checkTxCommand checks that one command of a transaction (or of a Watch

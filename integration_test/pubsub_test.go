@@ -213,3 +213,93 @@ func TestPubSubShardKilled(t *testing.T) {
 		t.Fatalf("messages after the restart: %v, want p twice (channel, pattern) and s once", got)
 	}
 }
+
+// CLIENT SETNAME on a PubSub names its connections on every shard it
+// subscribes on, as on one server (RESP3: in subscribed mode; RESP2, where
+// the server refuses it in subscribed mode, before subscribing), and the
+// name comes back when a shard's connection is replaced.
+func TestPubSubClientSetName(t *testing.T) {
+	ctx := context.Background()
+	servers := []*redistest.Server{redistest.Start(t), redistest.Start(t)}
+	// named returns the ids of the connections of s named name.
+	named := func(s *redistest.Server, name string) []string {
+		list, err := s.Client(t).ClientList(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, line := range strings.Split(list, "\n") {
+			if strings.Contains(line, " name="+name+" ") {
+				id, _, _ := strings.Cut(strings.TrimPrefix(line, "id="), " ")
+				ids = append(ids, id)
+			}
+		}
+		return ids
+	}
+	for _, protocol := range []int{2, 3} {
+		t.Run(fmt.Sprintf("RESP%d", protocol), func(t *testing.T) {
+			var shards []redshard.Shard
+			for i, s := range servers {
+				shards = append(shards, redshard.Shard{Name: fmt.Sprintf("shard-%d", i), Addr: s.Addr()})
+			}
+			c, err := redshard.NewClient(&redshard.Options{Shards: shards, ShardOptions: &redis.Options{Protocol: protocol}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			name := fmt.Sprintf("sub-resp%d", protocol)
+			ps := c.PSubscribe(ctx) // nothing yet: RESP2 takes a name only now
+			defer ps.Close()
+			if err := ps.ClientSetName(ctx, name); err != nil {
+				t.Fatal(err)
+			}
+			if msg, err := ps.Receive(ctx); err != nil || msg.(*redis.Pong).Payload != "OK" {
+				t.Fatalf("CLIENT SETNAME reply: %v, %v", msg, err)
+			}
+			if err := ps.PSubscribe(ctx, "news.*"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ps.Receive(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for i, s := range servers {
+				if ids := named(s, name); len(ids) != 1 {
+					t.Fatalf("shard-%d: connections %v named %s, want 1 (the pattern's)", i, ids, name)
+				}
+			}
+			if protocol == 2 {
+				if err := ps.ClientSetName(ctx, "again"); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := ps.Receive(ctx); err == nil || !strings.Contains(err.Error(), "only (P|S)SUBSCRIBE") {
+					t.Fatalf("CLIENT SETNAME in subscribed mode on RESP2: %v, want the server's refusal", err)
+				}
+				return
+			}
+			if err := ps.ClientSetName(ctx, name+"-2"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ps.Receive(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var before []string
+			for i, s := range servers {
+				if before = named(s, name+"-2"); len(before) != 1 {
+					t.Fatalf("shard-%d: connections %v named %s-2 after the rename, want 1", i, before, name)
+				}
+			}
+			// Kill shard-1's subscriber connection: the link reconnects,
+			// resubscribes and names its new connection again.
+			if err := servers[1].Client(t).ClientKillByFilter(ctx, "ID", before[0]).Err(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for ids := named(servers[1], name+"-2"); len(ids) != 1 || ids[0] == before[0]; ids = named(servers[1], name+"-2") {
+				if time.Now().After(deadline) {
+					t.Fatalf("shard-1: the reconnected subscriber connection was not named again")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+}
