@@ -247,6 +247,26 @@ func TestRawPubSubNumSub(t *testing.T) {
 	}
 }
 
+// PUBSUB NUMPAT counts a pattern once, though redshard subscribes it on
+// every shard: the typed method and Do agree with one server.
+func TestPubSubNumPatCountsPatternsOnce(t *testing.T) {
+	ctx := context.Background()
+	cl := newCluster(t, 1, 1, 1, 1)
+	ps := cl.c.PSubscribe(ctx, "news.*", "sport.*")
+	defer ps.Close()
+	for range 2 {
+		if _, err := ps.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := cl.c.PubSubNumPat(ctx).Result(); err != nil || n != 2 {
+		t.Fatalf("PubSubNumPat = %d, %v; want 2", n, err)
+	}
+	if v, err := cl.c.Do(ctx, "pubsub", "numpat").Result(); err != nil || v != int64(2) {
+		t.Fatalf("Do PUBSUB NUMPAT = %#v, %v; want int64(2)", v, err)
+	}
+}
+
 // A SCAN cursor made before SetShards is refused after it, rather than
 // scan a shard twice and the new one never; cursor 0 starts again.
 func TestScanCursorBoundToShardList(t *testing.T) {
@@ -449,5 +469,21 @@ func TestHotCacheRepliesRESP3(t *testing.T) {
 	}
 	if st := c.Stats().Hot; st.CacheHits == 0 {
 		t.Fatalf("no hot read was served from the cache: %+v", st)
+	}
+}
+
+// CLIENT SETNAME then GETNAME in a pipeline names the connection of every
+// shard and reads the name back, as on one server.
+func TestClientSetNameGetNamePipeline(t *testing.T) {
+	ctx := context.Background()
+	cl := newCluster(t, 1, 1, 1)
+	p := cl.c.Pipeline()
+	set := p.ClientSetName(ctx, "worker-7")
+	get := p.ClientGetName(ctx)
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !set.Val() || get.Val() != "worker-7" {
+		t.Fatalf("SETNAME %v, %v; GETNAME %q, %v", set.Val(), set.Err(), get.Val(), get.Err())
 	}
 }

@@ -95,9 +95,29 @@ func canonical(v reflect.Value) string {
 	return fmt.Sprintf("%#v", v)
 }
 
+// sameServerErr returns the server error every one of subs got, if they
+// all got the same one (COMMAND GETKEYS of an unknown command, a CONFIG
+// SET of an unknown parameter), else nil.
+func sameServerErr(subs []sub) error {
+	first := subs[0].cmd.Err()
+	if !isRedisError(first) || first == redis.Nil {
+		return nil
+	}
+	for _, s := range subs[1:] {
+		if err := s.cmd.Err(); err == nil || err.Error() != first.Error() {
+			return nil
+		}
+	}
+	return first
+}
+
 func (t *topology) mergeFanout(cmd redis.Cmder, info command.Info, subs []sub) {
 	if info.Merge == command.MergeKill {
 		t.mergeKill(cmd, subs)
+		return
+	}
+	if err := sameServerErr(subs); err != nil {
+		cmd.SetErr(err) // every shard said it: the answer of one server, naming none
 		return
 	}
 	for _, s := range subs {
@@ -119,15 +139,18 @@ func (t *topology) mergeFanout(cmd redis.Cmder, info command.Info, subs []sub) {
 				return
 			}
 		}
-	case command.MergeSum:
-		var sum int64
+	case command.MergeSum, command.MergeMax:
+		var sum, top int64
 		for _, s := range subs {
 			n, ok := value(s.cmd).(int64)
 			if !ok {
 				cmd.SetErr(mergeErr(info, s.cmd))
 				return
 			}
-			sum += n
+			sum, top = sum+n, max(top, n)
+		}
+		if info.Merge == command.MergeMax {
+			sum = top
 		}
 		setResult(cmd, sum)
 	case command.MergeConcat:

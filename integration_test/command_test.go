@@ -459,6 +459,11 @@ func TestEveryServerCommandIsClassified(t *testing.T) {
 	}
 }
 
+// splitHere are commands with no subcommands to Redis that the routing
+// table splits by their first argument: DEBUG OBJECT names a key, the rest
+// of DEBUG does not.
+var splitHere = map[string]bool{"debug": true}
+
 func checkClassified(t *testing.T, c serverCommand) {
 	t.Helper()
 	info, args, err := lookupMinimal(c)
@@ -470,7 +475,7 @@ func checkClassified(t *testing.T, c serverCommand) {
 		t.Errorf("%s: not classified: the routing table does not know it", c.name)
 		return
 	}
-	if info.Name != c.name {
+	if info.Name != c.name && !(splitHere[c.name] && strings.HasPrefix(info.Name, c.name+"|")) {
 		t.Errorf("%s: Lookup names it %q", c.name, info.Name)
 	}
 	var want command.Flags

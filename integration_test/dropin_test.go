@@ -254,14 +254,16 @@ func TestServerErrorsKeepTheirType(t *testing.T) {
 		piped = p.MSet(ctx, keys[0], 1, keys[1], 2)
 		return nil
 	})
+	oneServer := full.ConfigSet(ctx, "no-such-parameter", "1").Err()
 	for name, tc := range map[string]struct {
 		err    error
 		prefix string
 	}{
-		"CONFIG SET fan-out": {c.ConfigSet(ctx, "no-such-parameter", "1").Err(), "ERR "},
-		"MSET split":         {c.MSet(ctx, keys[0], 1, keys[1], 2).Err(), "OOM "},
-		"Do MSET split":      {c.Do(ctx, "mset", keys[0], 1, keys[1], 2).Err(), "OOM "},
-		"pipelined split":    {piped.Err(), "OOM "},
+		"MSET split":      {c.MSet(ctx, keys[0], 1, keys[1], 2).Err(), "OOM "},
+		"Do MSET split":   {c.Do(ctx, "mset", keys[0], 1, keys[1], 2).Err(), "OOM "},
+		"pipelined split": {piped.Err(), "OOM "},
+		// One shard fails: its error, naming it.
+		"FUNCTION LOAD fan-out, one shard fails": {c.FunctionLoad(ctx, "#!lua name=errtype\nredis.register_function('f', function() return 1 end)").Err(), "OOM "},
 	} {
 		err := tc.err
 		if _, ok := err.(redis.Error); !ok || !strings.HasPrefix(fmt.Sprint(err), tc.prefix) {
@@ -272,5 +274,10 @@ func TestServerErrorsKeepTheirType(t *testing.T) {
 		if !errors.As(err, &rerr) || !strings.Contains(err.Error(), "(shard shard-") {
 			t.Errorf("%s: %v does not name its shard", name, err)
 		}
+	}
+	// Every shard gives the same error: it is one server's, as it is.
+	err := c.ConfigSet(ctx, "no-such-parameter", "1").Err()
+	if _, ok := err.(redis.Error); !ok || oneServer == nil || err.Error() != oneServer.Error() {
+		t.Errorf("CONFIG SET fan-out, every shard fails: %T %v; want one server's %v", err, err, oneServer)
 	}
 }

@@ -51,7 +51,7 @@ const (
 	// MergeAllOK: every shard must answer OK (FLUSHDB, FLUSHALL, SCRIPT FLUSH,
 	// FUNCTION FLUSH/DELETE/RESTORE, CONFIG SET/RESETSTAT/REWRITE, SAVE, ...).
 	MergeAllOK
-	// MergeSum: integers are summed (DBSIZE, PUBSUB NUMPAT).
+	// MergeSum: integers are summed (DBSIZE).
 	MergeSum
 	// MergeConcat: arrays are concatenated (KEYS, PUBSUB CHANNELS/NUMSUB/
 	// SHARDCHANNELS/SHARDNUMSUB, TS.QUERYINDEX, TS.MGET).
@@ -68,9 +68,13 @@ const (
 	// others' NOTBUSY is not an error unless every shard says it (FUNCTION
 	// KILL, SCRIPT KILL).
 	MergeKill
+	// MergeMax: the largest integer (PUBSUB NUMPAT: redshard subscribes a
+	// pattern on every shard, so each shard counts each pattern once, and
+	// a sum would count it once per shard).
+	MergeMax
 )
 
-var mergeNames = [...]string{"MergeNone", "MergeAllOK", "MergeSum", "MergeConcat", "MergeSame", "MergeAnd", "MergeAny", "MergeKill"}
+var mergeNames = [...]string{"MergeNone", "MergeAllOK", "MergeSum", "MergeConcat", "MergeSame", "MergeAnd", "MergeAny", "MergeKill", "MergeMax"}
 
 // String returns the merge's Go name, e.g. "MergeSum".
 func (m Merge) String() string {

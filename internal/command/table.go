@@ -18,6 +18,7 @@ var containers = []*entry{
 	container("cluster", notSharded("", 0, hintCluster)),
 	container("command", fanout("", MergeSame, 0)), // shards run the same server version
 	container("config", notSharded("", 0, hintEachShard)),
+	container("debug", notSharded("", 0, hintEachShard)), // not a container to Redis: OBJECT names a key
 	container("function", nil),
 	container("hotkeys", notSharded("", 0, hintEachShard)),
 	container("himport", nil),
@@ -301,7 +302,7 @@ var rows = []*entry{
 	channel("publish", 0, key(1)),
 	fanout("pubsub|channels", MergeConcat, 0),
 	fanout("pubsub|help", MergeSame, 0),
-	fanout("pubsub|numpat", MergeSum, 0),
+	fanout("pubsub|numpat", MergeMax, 0),
 	fanout("pubsub|numsub", MergeConcat, 0),
 	fanout("pubsub|shardchannels", MergeConcat, 0),
 	fanout("pubsub|shardnumsub", MergeConcat, 0),
@@ -339,9 +340,12 @@ var rows = []*entry{
 
 	// CLIENT: a name or library info is given to one connection per shard,
 	// as a pooled go-redis client gives it to one connection (set
-	// ShardOptions.ClientName to name them all); PAUSE and UNPAUSE hold or
-	// release every shard. The rest describe or change one server's
-	// connections (the container's default: NotSharded).
+	// ShardOptions.ClientName to name them all), and GETNAME answers when
+	// the connections it ran on agree (in a pipeline after SETNAME: the
+	// same connections); PAUSE and UNPAUSE hold or release every shard.
+	// The rest describe or change one server's connections (the
+	// container's default: NotSharded).
+	fanout("client|getname", MergeSame, 0),
 	fanout("client|pause", MergeAllOK, 0),
 	fanout("client|setinfo", MergeAllOK, 0),
 	fanout("client|setname", MergeAllOK, 0),
@@ -355,7 +359,7 @@ var rows = []*entry{
 	fanout("config|get", MergeSame, 0),
 	fanout("config|set", MergeAllOK, 0),
 	fanout("dbsize", MergeSum, ReadOnly),
-	notSharded("debug", 0, hintEachShard),
+	keyed("debug|object", ReadOnly, key(2)),
 	notSharded("failover", 0, hintRepl),
 	fanout("flushall", MergeAllOK, Write),
 	fanout("flushdb", MergeAllOK, Write),
