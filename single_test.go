@@ -125,9 +125,9 @@ func TestOneShardToMany(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, err := range map[string]error{
-		"EVAL no keys": cl.c.Eval(ctx, "return 1", nil).Err(),
-		"TIME":         cl.c.Time(ctx).Err(),
-		"Watch no key": cl.c.Watch(ctx, func(*redis.Tx) error { return nil }),
+		"EVAL no keys":               cl.c.Eval(ctx, "return 1", nil).Err(),
+		"TIME":                       cl.c.Time(ctx).Err(),
+		"Watch no key, WATCH inside": cl.c.Watch(ctx, func(tx *redis.Tx) error { return tx.Watch(ctx, "k").Err() }),
 		"TxPipeline keyless": func() error {
 			_, err := cl.c.TxPipelined(ctx, func(p redis.Pipeliner) error { p.Eval(ctx, "return 1", nil); return nil })
 			return err
@@ -198,7 +198,7 @@ func TestManyShardsKeylessFanOut(t *testing.T) {
 	if v, err := cl.c.Do(ctx, "client", "setname", "app").Result(); err != nil || v != "OK" {
 		t.Fatalf("CLIENT SETNAME = %v, %v", v, err)
 	}
-	for _, args := range [][]any{{"client", "getname"}, {"client", "id"}, {"select", 1}, {"hello", 3}, {"time"}, {"eval", "return 1", 0}} {
+	for _, args := range [][]any{{"client", "id"}, {"select", 1}, {"hello", 3}, {"time"}, {"eval", "return 1", 0}} {
 		if err := cl.c.Do(ctx, args...).Err(); !errors.Is(err, redshard.ErrNotSharded) {
 			t.Errorf("%v on three shards: %v, want ErrNotSharded", args, err)
 		}

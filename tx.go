@@ -12,12 +12,19 @@ import (
 // Watch runs fn in an optimistic transaction on the shard that owns every
 // one of keys: WATCH, the reads in fn and the MULTI/EXEC run on one
 // connection of that shard, exactly as with a single server. Keys on several
-// shards give ErrCrossShard, and Watch with no key gives ErrNotSharded (the
-// keys choose the shard) unless the ring has one shard, where it runs there
-// as on a single server. Inside fn, a command on tx whose keys live on
+// shards give ErrCrossShard. Inside fn, a command on tx whose keys live on
 // another shard fails with ErrCrossShard instead of running on the wrong one.
+//
+// With no key, nothing is watched, so nothing binds fn to a shard: on one
+// shard it runs on a connection of that shard, as on a single server; on
+// several, tx routes each command (and each TxPipelined, whose keys must
+// then be on one shard) as the Client does. WATCH inside fn is refused
+// there: pass the keys to Watch.
 func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...string) error {
 	for {
+		if len(keys) == 0 && len(c.top.Load().shards) > 1 {
+			return c.Client.Watch(ctx, fn) // a Tx of the front client: its hooks are the router
+		}
 		if err := c.watch(ctx, fn, keys...); err != errReroute {
 			return err
 		}
@@ -30,8 +37,8 @@ func (c *Client) watch(ctx context.Context, fn func(*redis.Tx) error, keys ...st
 		return err
 	}
 	defer top.exit()
-	if len(keys) == 0 && len(top.shards) > 1 {
-		return fmt.Errorf("%w: Watch needs at least one key: the keys choose the shard the transaction runs on", ErrNotSharded)
+	if len(keys) == 0 && len(top.shards) > 1 { // the ring grew since Watch looked
+		return errReroute
 	}
 	i, first := 0, "" // no key: the only shard
 	for n, k := range keys {
