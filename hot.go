@@ -105,9 +105,16 @@ const SplitCopyPrefix = "redshard:copy:"
 // HSTRLEN, HKEYS, HVALS, LRANGE, LLEN, LINDEX, SMEMBERS, SISMEMBER,
 // SMISMEMBER, SCARD, ZRANGE, ZRANGEBYSCORE, ZRANGEBYLEX, ZREVRANGE,
 // ZREVRANGEBYSCORE, ZREVRANGEBYLEX, ZSCORE, ZMSCORE, ZCARD, ZCOUNT,
-// ZLEXCOUNT, ZRANK, ZREVRANK, EXISTS and TYPE, sent as single commands
-// (not in a pipeline or transaction) through go-redis's typed methods or Do.
-// SplitCopies serves the same commands plus SRANDMEMBER, HRANDFIELD and
+// ZLEXCOUNT, ZRANK, ZREVRANK, EXISTS and TYPE on one key, through go-redis's
+// typed methods or Do, sent as single commands or, with LocalCache, in a
+// pipeline that is not a transaction (Pipelined, Pipeline, AutoPipeline's
+// batches); hot keys of an MGET are answered as GETs. A pipelined read is
+// answered locally only when no earlier command of the pipeline may have
+// written its key (one naming it, or a write naming no key such as FLUSHDB),
+// its shard is up and no membership change is being handed off; a miss on
+// a key that a later command of the pipeline writes is read before the
+// pipeline is sent. Transactions and Watch are never answered locally.
+// SplitCopies serves the single commands plus SRANDMEMBER, HRANDFIELD and
 // ZRANDMEMBER from its copies. A reply is cached per shard, key and full
 // argument list, so HGET of one field never answers HGET of another.
 //

@@ -47,10 +47,7 @@ func (h *hotPath) mget(ctx context.Context, c *Client, top *topology, cmd redis.
 		isHot[j] = true
 		h.det.Observe(key)
 		get := redis.NewStringCmd(ctx, "get", key)
-		hs := s.hotState()
-		if v, ok := h.cache.Get(hs.id, key, subKey(replyKind(get), get.Args())); ok {
-			h.stats.hits.Add(1)
-			_ = v.(*reply).apply(get)
+		if h.hit(s.hotState(), key, subKey(replyKind(get), get.Args()), get) {
 			vals[j] = mgetValue(get)
 			continue
 		}

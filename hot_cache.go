@@ -132,9 +132,8 @@ func subKey(kind byte, args []interface{}) string {
 func (h *hotPath) cachedRead(ctx context.Context, top *topology, s *shard, key string, cmd redis.Cmder) error {
 	hs := s.hotState()
 	sub := subKey(replyKind(cmd), cmd.Args())
-	if v, ok := h.cache.Get(hs.id, key, sub); ok {
-		h.stats.hits.Add(1)
-		return v.(*reply).apply(cmd)
+	if h.hit(hs, key, sub, cmd) {
+		return cmd.Err()
 	}
 	h.stats.misses.Add(1)
 	// The flight's name carries every generation that a write or a lost
@@ -162,6 +161,17 @@ func (h *hotPath) cachedRead(ctx context.Context, top *topology, s *shard, key s
 		return err
 	}
 	return v.(*reply).apply(cmd)
+}
+
+// hit answers cmd, a read of key named sub (see subKey), from the local
+// cache if it holds the reply, and reports whether it did.
+func (h *hotPath) hit(hs *hotShard, key, sub string, cmd redis.Cmder) bool {
+	v, ok := h.cache.Get(hs.id, key, sub)
+	if ok {
+		h.stats.hits.Add(1)
+		_ = v.(*reply).apply(cmd)
+	}
+	return ok
 }
 
 // fetch reads a hot key's reply from its shard for a flight and caches it

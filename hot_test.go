@@ -282,8 +282,9 @@ func (f *hotFloor) ok(got int64, isNil bool) bool {
 
 // TestHotKeysReadYourWrites mixes reads and writes of hot keys through
 // every write path (single commands, split commands, pipelines,
-// transactions, Watch): a read that starts after a write returned never
-// sees an older value.
+// transactions, Watch), read singly and in pipelines: a read that starts
+// after a write returned never sees an older value, and a pipeline's read
+// after its own write sees the write.
 func TestHotKeysReadYourWrites(t *testing.T) {
 	for _, mit := range []redshard.Mitigation{redshard.LocalCache, redshard.SplitCopies} {
 		t.Run(mit.String(), func(t *testing.T) {
@@ -330,11 +331,15 @@ func TestHotKeysReadYourWrites(t *testing.T) {
 								err = fmt.Errorf("INCR returned %d after version %d", next, ver)
 							}
 						case 2:
+							var get *redis.StringCmd
 							_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
 								p.Set(ctx, k, next, 0)
-								p.Get(ctx, k)
+								get = p.Get(ctx, k)
 								return nil
 							})
+							if got, gerr := get.Int64(); err == nil && (gerr != nil || got != next) {
+								err = fmt.Errorf("GET after SET %d in one pipeline = %d, %v", next, got, gerr)
+							}
 						case 3:
 							_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 								p.Set(ctx, k, next, 0)
@@ -409,7 +414,16 @@ func TestHotKeysReadYourWrites(t *testing.T) {
 						} else {
 							k = strKeys[(n+r)%len(strKeys)]
 							floor, dels = states[k].load(), states[k].dels.Load()
-							got, err = c.Get(ctx, k).Int64()
+							if n%5 == 3 { // a pipelined read, answered locally as a single one
+								var get *redis.StringCmd
+								_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+									get = p.Get(ctx, k)
+									return nil
+								})
+								got, err = get.Int64()
+							} else {
+								got, err = c.Get(ctx, k).Int64()
+							}
 						}
 						if err != nil && err != redis.Nil {
 							fail(fmt.Errorf("read %s: %w", k, err))

@@ -308,9 +308,13 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 	var finishes []func()
 	var moved []string // keys to hand off before the pipeline runs
 	var writes []write
+	hp := c.hot.pipeline(top) // answers hot reads from the local cache
 	var buf [8]int
 	for _, cmd := range cmds {
 		info, keys, err := command.Lookup(cmd.Args(), buf[:0])
+		if hp.answer(info, cmd, keys, err) {
+			continue
+		}
 		var rt route
 		switch {
 		case top.single(info, keys, err):
@@ -369,6 +373,7 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 		setCmdsErr(cmds, err)
 		return err
 	}
+	hp.start(ctx)
 	perShard := groupByShard(sends, len(top.shards))
 	used := make([]int, 0, len(perShard))
 	for i, list := range perShard {
@@ -386,6 +391,7 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 		s := after[i]
 		_ = top.shards[s.shard].client.Process(ctx, s.cmd)
 	})
+	hp.wait()
 	for _, f := range finishes {
 		f()
 	}

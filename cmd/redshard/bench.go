@@ -38,8 +38,8 @@ type benchConfig struct {
 	addShard   shardSpecs // the shard --add-shard-at adds, for real servers
 	killAt     time.Duration
 	png        string
-	compare    string
-	first      bool // run the comparison before redshard
+	compare    []string // the --compare systems, in the order given
+	first      bool     // run the comparisons before redshard
 	cpuProfile string
 	preload    bool
 	cleanup    bool
@@ -73,9 +73,15 @@ beyond one per operation.
 
 --add-shard-at adds a shard with SetShards during the run (an embedded one,
 or the real one named by --add-shard); --kill-shard-at closes embedded
-shard-0 during the run. --compare goredis-ring runs the
-same workload, after redshard's run, through go-redis's redis.NewRing over the
-same shards (it ignores weights) and prints both side by side. --png FILE
+shard-0 during the run. --compare runs the same workload, after redshard's
+run, through other clients and prints all side by side, with each run's
+throughput and CPU per operation as ratios to each compared system's (same
+run, same machine): goredis-ring is go-redis's redis.NewRing over the same
+shards (it ignores weights); goredis-autopipeline is go-redis's own
+AutoPipeline (Client.AutoPipeline, Options.AutoPipelineOptions or go-redis's
+defaults) on a plain redis.NewClient to the first shard only, the one-server
+figure auto-pipelining is measured against. Give both as
+--compare goredis-ring,goredis-autopipeline. --png FILE
 draws FILE-load.png (commands per 100ms per shard) and FILE-latency.png.
 --autopipeline also runs redshard with Options.AutoPipeline (every command
 auto-pipelined on its shard), right after the plain redshard run, so that
@@ -94,8 +100,9 @@ includes the servers, which run in this process).`)
 	f.Var(&c.addShard, "add-shard", "the real shard --add-shard-at adds, as `name=host:port[:weight]` (its --prefix keys are deleted before each run)")
 	f.DurationVar(&c.killAt, "kill-shard-at", 0, "close embedded shard-0 this long into the run")
 	f.StringVar(&c.png, "png", "", "draw charts to `FILE`-load.png and FILE-latency.png")
-	f.StringVar(&c.compare, "compare", "", "also run the workload through goredis-ring (go-redis's redis.Ring) and print both")
-	f.BoolVar(&c.first, "compare-first", false, "with --compare, run the comparison before redshard (to check the order does not matter)")
+	var compare string
+	f.StringVar(&compare, "compare", "", "also run the workload through these `systems`, comma-separated: goredis-ring (go-redis's redis.Ring), goredis-autopipeline (go-redis's AutoPipeline on the first shard alone)")
+	f.BoolVar(&c.first, "compare-first", false, "with --compare, run the comparisons before redshard (to check the order does not matter)")
 	f.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole command to `file` (go tool pprof)")
 	f.BoolVar(&c.preload, "preload", true, "write every key before the run, so reads hit")
 	f.BoolVar(&c.cleanup, "cleanup", true, "with real servers, delete the workload's keys at the end")
@@ -107,13 +114,16 @@ includes the servers, which run in this process).`)
 		return err
 	}
 	c.mitSet = f.isSet("mitigation")
+	var err error
+	if c.compare, err = parseCompare(compare); err != nil {
+		return err
+	}
+	oneServer := slices.Contains(c.compare, "goredis-autopipeline")
 	switch {
 	case c.duration <= 0:
 		return usagef("--duration %v: must be positive", c.duration)
 	case c.mitigation != "none" && c.mitigation != "local-cache" && c.mitigation != "split":
 		return usagef("--mitigation %q: want none, local-cache or split", c.mitigation)
-	case c.compare != "" && c.compare != "goredis-ring":
-		return usagef("--compare %q: the only comparison is goredis-ring", c.compare)
 	case c.addAt < 0 || c.killAt < 0:
 		return usagef("--add-shard-at and --kill-shard-at must not be negative")
 	case c.addAt >= c.duration && c.addAt > 0:
@@ -128,11 +138,12 @@ includes the servers, which run in this process).`)
 		return usagef("--add-shard names one real shard for --add-shard-at, with --config or --shard")
 	case c.src.given() && (f.isSet("shards") || f.isSet("weights")):
 		return usagef("--shards and --weights are for embedded shards; with --config or --shard the list comes from there")
+	case oneServer && (c.addAt > 0 || c.killAt > 0):
+		return usagef("--compare goredis-autopipeline runs on the first shard alone: it has no shard to add, and --kill-shard-at would kill its only server")
 	}
 	// A chart file that cannot be written fails now, not after the run.
 	var charts *chartFiles
 	if c.png != "" {
-		var err error
 		if charts, err = createChartFiles(strings.TrimSuffix(c.png, ".png")); err != nil {
 			return fmt.Errorf("--png: %w", err)
 		}
@@ -167,11 +178,10 @@ includes the servers, which run in this process).`)
 	if c.autopipe {
 		systems = append(systems, "redshard-autopipeline")
 	}
-	switch {
-	case c.compare != "" && c.first:
-		systems = append([]string{c.compare}, systems...)
-	case c.compare != "":
-		systems = append(systems, c.compare)
+	if c.first {
+		systems = append(slices.Clone(c.compare), systems...)
+	} else {
+		systems = append(systems, c.compare...)
 	}
 	if !fl.embedded() {
 		// Real servers hold other data: write and delete only the
@@ -209,7 +219,7 @@ includes the servers, which run in this process).`)
 	if len(results) == 1 {
 		results[0].write(stdout)
 	} else {
-		writeComparison(stdout, results)
+		writeComparison(stdout, results, c.compare)
 	}
 	if charts != nil {
 		if err := charts.draw(results); err != nil {
@@ -519,6 +529,66 @@ func (t *ringTarget) addShard(_ context.Context, s redshard.Shard) error {
 func (t *ringTarget) hotStats() *redshard.HotStats { return nil }
 func (t *ringTarget) close() error                 { return t.r.Close() }
 
+// autoPipelineTarget is go-redis's own AutoPipeline on one server: a plain
+// redis.Client to the fleet's first shard and its blocking AutoPipeliner,
+// configured as redshard's Options.AutoPipeline is (the fleet's
+// AutoPipelineOptions, else go-redis's defaults for the blocking face).
+type autoPipelineTarget struct {
+	shard redshard.Shard
+	c     *redis.Client
+	ap    *redis.AutoPipeliner
+}
+
+func newAutoPipelineTarget(fl *fleet, cnt *counters) (*autoPipelineTarget, error) {
+	s := fl.shards()[0]
+	o := fl.shardOptions(s)
+	if fl.opt.AutoPipelineOptions != nil {
+		o.AutoPipelineOptions = fl.opt.AutoPipelineOptions
+	}
+	c := redis.NewClient(o)
+	c.AddHook(cnt.hook(s.Name))
+	ap, err := c.AutoPipeline()
+	if err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("go-redis AutoPipeline on %s: %w", s.Addr, err)
+	}
+	return &autoPipelineTarget{shard: s, c: c, ap: ap}, nil
+}
+
+func (t *autoPipelineTarget) cmdable() redis.Cmdable { return t.ap }
+
+func (t *autoPipelineTarget) addShard(context.Context, redshard.Shard) error {
+	return errors.New("goredis-autopipeline runs on one server: it has no shard to add")
+}
+
+func (t *autoPipelineTarget) hotStats() *redshard.HotStats { return nil }
+
+// close closes the client, which closes its AutoPipeliner first.
+func (t *autoPipelineTarget) close() error { return t.c.Close() }
+
+// compareSystems are the clients --compare can run besides redshard.
+var compareSystems = []string{"goredis-ring", "goredis-autopipeline"}
+
+// parseCompare parses --compare: comparison systems, comma-separated, each
+// at most once.
+func parseCompare(list string) ([]string, error) {
+	if list == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		switch {
+		case !slices.Contains(compareSystems, name):
+			return nil, usagef("--compare %q: unknown system %q; want one or more of %s, comma-separated", list, name, strings.Join(compareSystems, ", "))
+		case slices.Contains(out, name):
+			return nil, usagef("--compare %q: %s is named twice", list, name)
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}
+
 // hotKeyOptions returns the HotKeyOptions of --mitigation; keep the
 // config's when the flag was not given.
 func hotKeyOptions(mitigation string, fromConfig *redshard.HotKeyOptions, flagSet bool) *redshard.HotKeyOptions {
@@ -592,6 +662,13 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 		if ap {
 			res.setting += ", AutoPipeline"
 		}
+	case "goredis-autopipeline":
+		t, err := newAutoPipelineTarget(fl, cnt)
+		if err != nil {
+			return nil, err
+		}
+		tg = t
+		res.setting = fmt.Sprintf("one plain redis.Client to %s (%s), its AutoPipeline; no sharding, no hot-key mitigation", t.shard.Name, t.shard.Addr)
 	default:
 		tg = newRingTarget(fl, cnt)
 		res.setting = "rendezvous hashing, weights ignored, no hot-key mitigation"
@@ -604,6 +681,9 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 	}()
 	for _, s := range fl.shards() {
 		res.weights[s.Name] = weightOf(s)
+		if system == "goredis-autopipeline" {
+			break // the only shard that takes part
+		}
 	}
 	keys := c.wl.keyNames()
 	value := strings.Repeat("v", c.wl.valueSize)
@@ -634,11 +714,15 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 	}
 	res.t = run.total()
 	res.shards = cnt.snapshot()
-	if system == "redshard-autopipeline" {
+	if system == "redshard-autopipeline" || system == "goredis-autopipeline" {
 		// Batches run on the AutoPipeliner's context, not the workers':
 		// their commands are untraced. Count everything as load, and no
 		// operation as served locally (none is, without mitigation).
-		res.setting += " (shard commands counted untraced, heartbeats included)"
+		if system == "redshard-autopipeline" {
+			res.setting += " (shard commands counted untraced, heartbeats included)"
+		} else {
+			res.setting += " (commands counted untraced)"
+		}
 		for i := range res.shards {
 			res.shards[i].traced += res.shards[i].untraced
 			res.shards[i].untraced = 0

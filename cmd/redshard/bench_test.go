@@ -148,6 +148,97 @@ func TestBenchCompare(t *testing.T) {
 	}
 }
 
+// TestBenchCompareAutoPipeline: --compare with a list runs every system in
+// one invocation; goredis-autopipeline sends everything to the first shard
+// alone, and each run's ops/s and CPU per op are printed as ratios to each
+// compared system's.
+func TestBenchCompareAutoPipeline(t *testing.T) {
+	code, out, errOut := runCmd(t, benchArgs("--shards", "4", "--autopipeline", "--compare", "goredis-ring,goredis-autopipeline")...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	acc := parseChecks(t, out)
+	var systems []string
+	for _, a := range acc {
+		systems = append(systems, a.system)
+	}
+	if want := []string{"redshard", "redshard-autopipeline", "goredis-ring", "goredis-autopipeline"}; !slices.Equal(systems, want) {
+		t.Fatalf("systems run: %q, want %q", systems, want)
+	}
+	ap := acc[3]
+	if ap.verdict != "ok" || ap.ops == 0 || ap.local != 0 || ap.refused != 0 {
+		t.Errorf("goredis-autopipeline: accounting %+v", ap)
+	}
+	// The side-by-side table: goredis-autopipeline's column pair is the last.
+	_, table, ok := strings.Cut(out, "(share of the run's commands):\n")
+	if !ok {
+		t.Fatalf("no per-shard table in:\n%s", out)
+	}
+	for _, line := range strings.Split(table, "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) != 10 || !strings.HasPrefix(f[0], "shard-") {
+			break
+		}
+		n, want := f[8], "0"
+		if f[0] == "shard-0" {
+			want = strconv.FormatInt(ap.commands, 10)
+		}
+		if n != want {
+			t.Errorf("goredis-autopipeline sent %s commands to %s, want %s (the first shard alone)", n, f[0], want)
+		}
+	}
+	if !strings.Contains(out, "one plain redis.Client to shard-0 (") {
+		t.Errorf("no description of the one-server run in:\n%s", out)
+	}
+	for _, ref := range []string{"goredis-ring", "goredis-autopipeline"} {
+		for _, metric := range []string{"ops/s vs ", "CPU per op vs "} {
+			row := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(metric+ref) + `((?:\s+\S+){4})$`).FindStringSubmatch(out)
+			if row == nil {
+				t.Errorf("no %q row with a cell per run in:\n%s", metric+ref, out)
+				continue
+			}
+			cells := strings.Fields(row[1])
+			self := map[string]int{"goredis-ring": 2, "goredis-autopipeline": 3}[ref]
+			for i, c := range cells {
+				if !regexp.MustCompile(`^\d+\.\d\dx$`).MatchString(c) || i == self && c != "1.00x" {
+					t.Errorf("%s%s: cell %d is %q", metric, ref, i, c)
+				}
+			}
+		}
+	}
+}
+
+// TestBenchCompareAutoPipelineRealShards: on real shards, the one-server run
+// uses the first shard given, and the workload's keys are deleted from every
+// shard at the end, other keys kept.
+func TestBenchCompareAutoPipelineRealShards(t *testing.T) {
+	f := startMiniFleet(t, "a", "b")
+	if err := f.mini["a"].Set("other:key", "kept"); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, append(benchArgs("--prefix", "t:", "--compare", "goredis-autopipeline", "--compare-first"), f.flags("b", "a")...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	acc := parseChecks(t, out)
+	if len(acc) != 2 || acc[0].system != "goredis-autopipeline" || acc[1].system != "redshard" {
+		t.Fatalf("want goredis-autopipeline first, then redshard: %+v", acc)
+	}
+	if !strings.Contains(out, "one plain redis.Client to b ("+f.mini["b"].Addr()+")") {
+		t.Errorf("the one-server run is not on the first shard given (b):\n%s", out)
+	}
+	for n, m := range f.mini {
+		for _, k := range m.Keys() {
+			if k != "other:key" {
+				t.Errorf("shard %s kept bench key %q after the run", n, k)
+			}
+		}
+	}
+	if v, _ := f.mini["a"].Get("other:key"); v != "kept" {
+		t.Errorf("a key outside --prefix was touched: %q", v)
+	}
+}
+
 func TestBenchRealShards(t *testing.T) {
 	// "Real" shards given by address: the test's own miniredis servers.
 	f := startMiniFleet(t, "a", "b", "c")

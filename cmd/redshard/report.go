@@ -218,8 +218,10 @@ func (r *result) write(w io.Writer) {
 	fmt.Fprintln(w, r.check())
 }
 
-// writeComparison prints several runs side by side.
-func writeComparison(w io.Writer, results []*result) {
+// writeComparison prints several runs side by side; for each system in
+// refs, rows of every run's throughput and CPU per operation as ratios to
+// that system's run follow the throughput and CPU rows.
+func writeComparison(w io.Writer, results []*result, refs []string) {
 	for _, r := range results {
 		fmt.Fprintf(w, "client:   %s (%s)\n", r.system, r.setting)
 		r.writeEvents(w)
@@ -248,6 +250,12 @@ func writeComparison(w io.Writer, results []*result) {
 			cells = append(cells, cmp.Or(v, "-"))
 		}
 		t.add(cells...)
+		if k == "CPU per op" {
+			for _, ref := range refs {
+				t.add(ratioRow("ops/s vs "+ref, results, ref, (*result).throughput)...)
+				t.add(ratioRow("CPU per op vs "+ref, results, ref, (*result).cpuPerOpNs)...)
+			}
+		}
 	}
 	t.write(w)
 	for _, r := range results {
@@ -296,4 +304,34 @@ func (r *result) cpuPerOp() string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2fµs", float64(r.cpu)/float64(r.t.ops)/1e3)
+}
+
+// cpuPerOpNs is the process's CPU time per operation in ns, 0 where it
+// cannot be measured.
+func (r *result) cpuPerOpNs() float64 {
+	if r.cpu <= 0 || r.t.ops == 0 {
+		return 0
+	}
+	return float64(r.cpu) / float64(r.t.ops)
+}
+
+// ratioRow is a table row of each run's metric divided by the metric of
+// the run of system ref ("-" where either is unknown).
+func ratioRow(label string, results []*result, ref string, metric func(*result) float64) []string {
+	var base float64
+	for _, r := range results {
+		if r.system == ref {
+			base = metric(r)
+		}
+	}
+	cells := []string{label}
+	for _, r := range results {
+		v := metric(r)
+		if base <= 0 || v <= 0 {
+			cells = append(cells, "-")
+			continue
+		}
+		cells = append(cells, fmt.Sprintf("%.2fx", v/base))
+	}
+	return cells
 }
