@@ -28,9 +28,13 @@ func withTrace(ctx context.Context, t *opTrace) context.Context {
 // (HELLO, AUTH, CLIENT SETINFO, ..., which go-redis sends on a new
 // connection with the context of the command that needed it), heartbeats,
 // preloading, anything a library sends on its own account.
+//
+// untraced GETs and SETs, the workload's commands, are counted apart
+// (batched): an AutoPipeliner sends them on its own context, and the
+// report counts them as the load they are.
 type shardCounter struct {
-	name             string
-	traced, untraced atomic.Int64
+	name                      string
+	traced, untraced, batched atomic.Int64
 }
 
 // counters holds a shardCounter per shard name. It is safe for concurrent
@@ -57,8 +61,8 @@ func (c *counters) hook(name string) redis.Hook {
 
 // shardCount is a snapshot of one shardCounter.
 type shardCount struct {
-	name             string
-	traced, untraced int64
+	name                      string
+	traced, untraced, batched int64
 }
 
 // snapshot returns the counts of every shard seen so far, sorted by name.
@@ -66,7 +70,7 @@ func (c *counters) snapshot() []shardCount {
 	c.mu.Lock()
 	out := make([]shardCount, 0, len(c.byName))
 	for _, sc := range c.byName {
-		out = append(out, shardCount{sc.name, sc.traced.Load(), sc.untraced.Load()})
+		out = append(out, shardCount{sc.name, sc.traced.Load(), sc.untraced.Load(), sc.batched.Load()})
 	}
 	c.mu.Unlock()
 	slices.SortFunc(out, func(a, b shardCount) int { return cmp.Compare(a.name, b.name) })
@@ -80,23 +84,29 @@ func (c *counters) reset() {
 	for _, sc := range c.byName {
 		sc.traced.Store(0)
 		sc.untraced.Store(0)
+		sc.batched.Store(0)
 	}
 }
 
 type countingHook struct{ c *shardCounter }
 
 func (h countingHook) count(ctx context.Context, cmds ...redis.Cmder) {
-	var n, setup int64
+	var n, setup, work int64
 	for _, c := range cmds {
-		if connectionSetup(c) {
+		switch {
+		case connectionSetup(c):
 			setup++
-		} else {
+		case c.Name() == "get" || c.Name() == "set":
+			work++
+			n++
+		default:
 			n++
 		}
 	}
 	t, ok := ctx.Value(traceKey{}).(*opTrace)
 	if !ok {
-		h.c.untraced.Add(n + setup)
+		h.c.untraced.Add(n - work + setup)
+		h.c.batched.Add(work)
 		return
 	}
 	h.c.untraced.Add(setup)
