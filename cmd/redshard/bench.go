@@ -82,7 +82,8 @@ AutoPipeline (Client.AutoPipeline, Options.AutoPipelineOptions or go-redis's
 defaults) on a plain redis.NewClient to the first shard only, the one-server
 figure auto-pipelining is measured against. Give both as
 --compare goredis-ring,goredis-autopipeline. --png FILE
-draws FILE-load.png (commands per 100ms per shard) and FILE-latency.png.
+draws FILE-load.png (commands per 100ms per shard), FILE-latency.png and
+FILE-throughput.png (ops/s and CPU per op of each run).
 --autopipeline also runs redshard with Options.AutoPipeline (every command
 auto-pipelined on its shard), right after the plain redshard run, so that
 the runs of one invocation can be compared as same-run ratios. Each run
@@ -99,7 +100,7 @@ includes the servers, which run in this process).`)
 	f.DurationVar(&c.addAt, "add-shard-at", 0, "add a shard (SetShards) this long into the run: an embedded one of weight 1, or --add-shard")
 	f.Var(&c.addShard, "add-shard", "the real shard --add-shard-at adds, as `name=host:port[:weight]` (its --prefix keys are deleted before each run)")
 	f.DurationVar(&c.killAt, "kill-shard-at", 0, "close embedded shard-0 this long into the run")
-	f.StringVar(&c.png, "png", "", "draw charts to `FILE`-load.png and FILE-latency.png")
+	f.StringVar(&c.png, "png", "", "draw charts to `FILE`-load.png, FILE-latency.png and FILE-throughput.png")
 	var compare string
 	f.StringVar(&compare, "compare", "", "also run the workload through these `systems`, comma-separated: goredis-ring (go-redis's redis.Ring), goredis-autopipeline (go-redis's AutoPipeline on the first shard alone)")
 	f.BoolVar(&c.first, "compare-first", false, "with --compare, run the comparisons before redshard (to check the order does not matter)")

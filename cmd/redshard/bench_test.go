@@ -134,7 +134,7 @@ func TestBenchCompare(t *testing.T) {
 	if !regexp.MustCompile(`shard\s+weight\s+redshard\s+share\s+goredis-ring\s+share`).MatchString(out) {
 		t.Errorf("no side-by-side shard table in:\n%s", out)
 	}
-	for _, name := range []string{base + "-load.png", base + "-latency.png"} {
+	for _, name := range []string{base + "-load.png", base + "-latency.png", base + "-throughput.png"} {
 		f, err := os.Open(name)
 		if err != nil {
 			t.Fatal(err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"math"
@@ -25,35 +26,45 @@ const (
 	binsPerDecade    = 20 // latency histogram bins
 )
 
-// chartFiles are the two PNG files of --png, created before the run so
-// that a path that cannot be written fails at once. Not safe for
-// concurrent use.
+// chartFiles are the PNG files of --png, created before the run so that a
+// path that cannot be written fails at once. Not safe for concurrent use.
 type chartFiles struct {
-	load, latency *os.File
-	drawn         bool
+	load, latency, throughput *os.File
+	drawn                     bool
 }
 
-// createChartFiles creates base-load.png and base-latency.png.
+// createChartFiles creates base-load.png, base-latency.png and
+// base-throughput.png.
 func createChartFiles(base string) (*chartFiles, error) {
-	load, err := os.Create(base + "-load.png")
-	if err != nil {
-		return nil, err
+	var files []*os.File
+	for _, name := range []string{"-load.png", "-latency.png", "-throughput.png"} {
+		f, err := os.Create(base + name)
+		if err != nil {
+			for _, f := range files {
+				f.Close()
+				os.Remove(f.Name())
+			}
+			return nil, err
+		}
+		files = append(files, f)
 	}
-	latency, err := os.Create(base + "-latency.png")
-	if err != nil {
-		load.Close()
-		os.Remove(load.Name())
-		return nil, err
-	}
-	return &chartFiles{load: load, latency: latency}, nil
+	return &chartFiles{load: files[0], latency: files[1], throughput: files[2]}, nil
 }
 
-func (c *chartFiles) names() []string { return []string{c.load.Name(), c.latency.Name()} }
+func (c *chartFiles) files() []*os.File { return []*os.File{c.load, c.latency, c.throughput} }
+
+func (c *chartFiles) names() []string {
+	var names []string
+	for _, f := range c.files() {
+		names = append(names, f.Name())
+	}
+	return names
+}
 
 // close closes the files; it removes them when no chart was drawn (the
 // run failed), rather than leave empty PNG files.
 func (c *chartFiles) close() {
-	for _, f := range []*os.File{c.load, c.latency} {
+	for _, f := range c.files() {
 		f.Close()
 		if !c.drawn {
 			os.Remove(f.Name())
@@ -62,7 +73,8 @@ func (c *chartFiles) close() {
 }
 
 // draw writes the load chart (one panel per run: commands per step per
-// shard) and the latency chart (the latency distribution of every run).
+// shard), the latency chart (the latency distribution of every run) and
+// the throughput chart (each run's ops/s and CPU per op, side by side).
 func (c *chartFiles) draw(results []*result) error {
 	plots := make([][]*plot.Plot, len(results))
 	for i, r := range results {
@@ -91,7 +103,55 @@ func (c *chartFiles) draw(results []*result) error {
 	}
 	img = vgimg.NewWith(vgimg.UseWH(chartWidth, chartPanelHeight+0.6*vg.Inch), vgimg.UseDPI(chartDPI))
 	p.Draw(draw.New(img))
-	return writePNG(c.latency, img)
+	if err := writePNG(c.latency, img); err != nil {
+		return err
+	}
+	return c.drawThroughput(results)
+}
+
+// drawThroughput draws two bar panels, ops/s and CPU µs per op, with a
+// bar per run.
+func (c *chartFiles) drawThroughput(results []*result) error {
+	names := make([]string, len(results))
+	ops, cpu := make(plotter.Values, len(results)), make(plotter.Values, len(results))
+	short := map[string]string{"redshard-autopipeline": "redshard AutoPipeline", "goredis-ring": "go-redis Ring",
+		"goredis-autopipeline": "go-redis AutoPipeline (1 server)"}
+	for i, r := range results {
+		names[i] = cmp.Or(short[r.system], r.system)
+		ops[i] = r.throughput()
+		cpu[i] = r.cpuPerOpNs() / 1e3
+	}
+	panel := func(title, ylabel string, v plotter.Values, col color.Color) (*plot.Plot, error) {
+		p := plot.New()
+		p.Title.Text = title
+		p.Y.Label.Text = ylabel
+		p.Y.Tick.Marker = compactTicks{}
+		bars, err := plotter.NewBarChart(v, vg.Points(40))
+		if err != nil {
+			return nil, err
+		}
+		bars.Color = col
+		bars.LineStyle.Width = 0
+		p.Add(bars)
+		p.NominalX(names...)
+		return p, nil
+	}
+	pOps, err := panel("throughput (same run)", "ops/s", ops, plotutil.Color(0))
+	if err != nil {
+		return err
+	}
+	pCPU, err := panel("client CPU per operation", "µs/op", cpu, plotutil.Color(1))
+	if err != nil {
+		return err
+	}
+	plots := [][]*plot.Plot{{pOps}, {pCPU}}
+	img := vgimg.NewWith(vgimg.UseWH(chartWidth, 2*chartPanelHeight), vgimg.UseDPI(chartDPI))
+	tiles := draw.Tiles{Rows: 2, Cols: 1, PadTop: vg.Millimeter, PadBottom: vg.Millimeter,
+		PadLeft: vg.Millimeter, PadRight: vg.Millimeter, PadY: 3 * vg.Millimeter}
+	canvases := plot.Align(plots, tiles, draw.New(img))
+	pOps.Draw(canvases[0][0])
+	pCPU.Draw(canvases[1][0])
+	return writePNG(c.throughput, img)
 }
 
 func writePNG(f *os.File, img *vgimg.Canvas) error {
