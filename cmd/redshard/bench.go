@@ -613,18 +613,22 @@ type event struct {
 
 // result is the outcome of one run.
 type result struct {
-	system    string
-	setting   string // mitigation and failover, as run
-	elapsed   time.Duration
-	t         *tally
-	shards    []shardCount
-	weights   map[string]float64 // of every shard that took part
-	tl        *timeline
-	events    []event
-	hot       *redshard.HotStats
-	untraced  int64
-	runErrors []string
-	cpu       time.Duration // the process's CPU time (user+system) during the run
+	system      string
+	setting     string // mitigation and failover, as run
+	elapsed     time.Duration
+	t           *tally
+	shards      []shardCount
+	weights     map[string]float64 // of every shard that took part
+	tl          *timeline
+	events      []event
+	hot         *redshard.HotStats
+	untraced    int64
+	noCheck     string // why the accounting line cannot be kept, if it cannot
+	celebrity   bool   // the workload has a celebrity key
+	watched     int64  // GETs that sent the celebrity key to a shard
+	watchedMGet int64  // MGETs that did
+	runErrors   []string
+	cpu         time.Duration // the process's CPU time (user+system) during the run
 }
 
 // runOne runs the workload through one system on fresh (or, for real
@@ -642,6 +646,9 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 		}
 	}
 	cnt := newCounters()
+	if c.wl.kind == "celebrity" {
+		cnt.watch = c.wl.keyNames()[0]
+	}
 	res := &result{system: system, weights: map[string]float64{}}
 	var tg target
 	switch system {
@@ -720,6 +727,9 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 		// their commands are untraced. Count everything as load, and no
 		// operation as served locally (none is, without mitigation).
 		res.setting += " (the GETs and SETs shards got counted as load: batches carry no operation's trace)"
+		if c.wl.mget > 1 {
+			res.noCheck = "not kept: its MGETs are split into batches that carry no operation, so commands per operation are unknown"
+		}
 		for i := range res.shards {
 			res.shards[i].traced += res.shards[i].batched
 			res.shards[i].batched = 0
@@ -733,7 +743,10 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 	}
 	for _, s := range res.shards {
 		res.untraced += s.untraced
+		res.watched += s.watched
+		res.watchedMGet += s.watchedMGet
 	}
+	res.celebrity = c.wl.kind == "celebrity"
 	return res, nil
 }
 

@@ -75,6 +75,7 @@ func TestBenchCountsAddUp(t *testing.T) {
 		{"zipf weighted", []string{"--workload", "zipf", "--weights", "1,1,2"}},
 		{"celebrity local-cache", []string{"--workload", "celebrity", "--mitigation", "local-cache"}},
 		{"celebrity split", []string{"--workload", "celebrity", "--mitigation", "split", "--shards", "4"}},
+		{"celebrity MGET local-cache", []string{"--workload", "celebrity", "--mget", "8", "--mitigation", "local-cache", "--shards", "4"}},
 		{"add shard", []string{"--add-shard-at", "100ms"}},
 		{"kill shard", []string{"--kill-shard-at", "100ms", "--read-ratio", "1"}},
 	} {

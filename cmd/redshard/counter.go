@@ -35,11 +35,13 @@ func withTrace(ctx context.Context, t *opTrace) context.Context {
 type shardCounter struct {
 	name                      string
 	traced, untraced, batched atomic.Int64
+	watched, watchedMGet      atomic.Int64 // GETs, MGETs naming the watched key
 }
 
 // counters holds a shardCounter per shard name. It is safe for concurrent
 // use.
 type counters struct {
+	watch  string     // a key whose reads are counted apart ("": none); set before hooks are made
 	mu     sync.Mutex // guards byName
 	byName map[string]*shardCounter
 }
@@ -56,13 +58,14 @@ func (c *counters) hook(name string) redis.Hook {
 		sc = &shardCounter{name: name}
 		c.byName[name] = sc
 	}
-	return countingHook{sc}
+	return countingHook{sc, c.watch}
 }
 
 // shardCount is a snapshot of one shardCounter.
 type shardCount struct {
 	name                      string
 	traced, untraced, batched int64
+	watched, watchedMGet      int64
 }
 
 // snapshot returns the counts of every shard seen so far, sorted by name.
@@ -70,7 +73,7 @@ func (c *counters) snapshot() []shardCount {
 	c.mu.Lock()
 	out := make([]shardCount, 0, len(c.byName))
 	for _, sc := range c.byName {
-		out = append(out, shardCount{sc.name, sc.traced.Load(), sc.untraced.Load(), sc.batched.Load()})
+		out = append(out, shardCount{sc.name, sc.traced.Load(), sc.untraced.Load(), sc.batched.Load(), sc.watched.Load(), sc.watchedMGet.Load()})
 	}
 	c.mu.Unlock()
 	slices.SortFunc(out, func(a, b shardCount) int { return cmp.Compare(a.name, b.name) })
@@ -85,10 +88,15 @@ func (c *counters) reset() {
 		sc.traced.Store(0)
 		sc.untraced.Store(0)
 		sc.batched.Store(0)
+		sc.watched.Store(0)
+		sc.watchedMGet.Store(0)
 	}
 }
 
-type countingHook struct{ c *shardCounter }
+type countingHook struct {
+	c     *shardCounter
+	watch string
+}
 
 func (h countingHook) count(ctx context.Context, cmds ...redis.Cmder) {
 	var n, setup, work int64
@@ -96,9 +104,16 @@ func (h countingHook) count(ctx context.Context, cmds ...redis.Cmder) {
 		switch {
 		case connectionSetup(c):
 			setup++
-		case c.Name() == "get" || c.Name() == "set":
+		case c.Name() == "get" || c.Name() == "set" || c.Name() == "mget":
 			work++
 			n++
+			if h.watch != "" && c.Name() != "set" && namesKey(c, h.watch) {
+				if c.Name() == "mget" {
+					h.c.watchedMGet.Add(1)
+				} else {
+					h.c.watched.Add(1)
+				}
+			}
 		default:
 			n++
 		}
@@ -114,6 +129,16 @@ func (h countingHook) count(ctx context.Context, cmds ...redis.Cmder) {
 		t.n.Add(n)
 		h.c.traced.Add(n)
 	}
+}
+
+// namesKey reports whether one of cmd's arguments after its name is key.
+func namesKey(cmd redis.Cmder, key string) bool {
+	for _, a := range cmd.Args()[1:] {
+		if s, ok := a.(string); ok && s == key {
+			return true
+		}
+	}
+	return false
 }
 
 // connectionSetup reports whether cmd configures a connection rather than

@@ -118,6 +118,9 @@ func (r *result) metrics() [][2]string {
 		{"max share/weight share", r.weightedPeak()},
 		{"served locally", fmt.Sprint(t.local)},
 	}
+	if r.celebrity {
+		m = append(m, [2]string{"celebrity sent", fmt.Sprintf("%d GETs, %d in MGETs", r.watched, r.watchedMGet)})
+	}
 	if h := r.hot; h != nil {
 		m = append(m,
 			[2]string{"local cache hits", fmt.Sprint(h.CacheHits)},
@@ -150,6 +153,9 @@ func invalidationSummary(shards []redshard.HotShardStats) string {
 // check is the accounting line: every operation handed one command to a
 // shard client, or none (served locally, or refused), or more (extra).
 func (r *result) check() string {
+	if r.noCheck != "" {
+		return fmt.Sprintf("check %s: %s", r.system, r.noCheck)
+	}
 	t := r.t
 	cmds := r.commands()
 	verdict := "ok"

@@ -23,9 +23,10 @@ import (
 )
 
 // workload describes the operations the load generator sends: single-key
-// GETs and SETs on a fixed key set.
+// GETs (or MGETs, --mget) and SETs on a fixed key set.
 type workload struct {
 	kind           string // uniform, zipf or celebrity
+	mget           int    // > 1: a read is an MGET of that many keys
 	zipfS          float64
 	celebrityShare float64
 	keys           int
@@ -46,6 +47,7 @@ func (w *workload) register(f *flags, defaultKind string) {
 	f.IntVar(&w.concurrency, "concurrency", 64, "concurrent workers, each sending one operation at a time")
 	f.StringVar(&w.prefix, "prefix", "bench:", "prefix of every key the workload uses")
 	f.Uint64Var(&w.seed, "seed", 1, "seed of the key choices (the same seed gives the same sequence per worker)")
+	f.IntVar(&w.mget, "mget", 0, "N >= 2: each read is an MGET of N keys, the first chosen as --workload says (the celebrity, ...), the others uniformly among the rest")
 }
 
 func (w *workload) check() error {
@@ -64,6 +66,8 @@ func (w *workload) check() error {
 		return usagef("--value-size %d: must not be negative", w.valueSize)
 	case w.concurrency < 1:
 		return usagef("--concurrency %d: want at least 1", w.concurrency)
+	case w.mget == 1 || w.mget < 0 || w.mget > w.keys:
+		return usagef("--mget %d: want 0 (GETs) or from 2 to --keys", w.mget)
 	}
 	return nil
 }
@@ -78,8 +82,12 @@ func (w *workload) String() string {
 	default:
 		what = w.kind
 	}
-	return fmt.Sprintf("%s over %d keys, %g%% reads, %d-byte values, %d workers",
-		what, w.keys, 100*w.readRatio, w.valueSize, w.concurrency)
+	reads := "reads"
+	if w.mget > 1 {
+		reads = fmt.Sprintf("reads (MGETs of %d keys)", w.mget)
+	}
+	return fmt.Sprintf("%s over %d keys, %g%% %s, %d-byte values, %d workers",
+		what, w.keys, 100*w.readRatio, reads, w.valueSize, w.concurrency)
 }
 
 // keyNames returns the workload's keys; index 0 is the most popular one
@@ -123,6 +131,17 @@ func (g *generator) next() (key int, write bool) {
 		return 1 + g.r.IntN(g.w.keys-1), write
 	}
 	return g.r.IntN(g.w.keys), write
+}
+
+// mgetKeys fills names with the keys of an MGET whose first key is
+// keys[first]: the others are chosen uniformly among keys[1:] (the
+// celebrity, or the Zipf rank 1, only ever comes first).
+func (g *generator) mgetKeys(names, keys []string, first int) []string {
+	names = append(names[:0], keys[first])
+	for len(names) < g.w.mget {
+		names = append(names, keys[1+g.r.IntN(len(keys)-1)])
+	}
+	return names
 }
 
 // preload writes every key once through c, so the workload's reads hit.
@@ -255,6 +274,7 @@ func load(ctx context.Context, c redis.Cmdable, w *workload, keys []string, valu
 		run.tallies[i], run.traces[i] = t, tr
 		g := w.generator(i)
 		wctx := withTrace(ctx, tr)
+		var names []string // an MGET's keys
 		wg.Go(func() {
 			defer run.panics.catch()
 			for {
@@ -268,9 +288,13 @@ func load(ctx context.Context, c redis.Cmdable, w *workload, keys []string, valu
 				k, write := g.next()
 				start := time.Now()
 				var err error
-				if write {
+				switch {
+				case write:
 					err = c.Set(wctx, keys[k], value, 0).Err()
-				} else {
+				case w.mget > 1:
+					names = g.mgetKeys(names, keys, k)
+					err = c.MGet(wctx, names...).Err() // nil values are no error
+				default:
 					err = c.Get(wctx, keys[k]).Err()
 				}
 				t.hist.record(time.Since(start))
