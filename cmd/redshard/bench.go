@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -357,6 +358,37 @@ func (fl *fleet) checkKeysFree(ctx context.Context, keys []string) error {
 // otherwise stay for days, but only a set whose every field is one of keys:
 // a set that names another key records someone else's change. No other
 // key is touched.
+// serverCPU returns the CPU time (used_cpu_user + used_cpu_sys of INFO
+// cpu) the real shards have used since they started, or -1 with embedded
+// shards (their CPU is the process's) or when a shard does not say.
+func (fl *fleet) serverCPU(ctx context.Context) time.Duration {
+	if fl.embedded() {
+		return -1
+	}
+	var total time.Duration
+	for _, s := range append(fl.shards(), fl.extra...) {
+		c := redis.NewClient(fl.shardOptions(s))
+		info, err := c.Info(ctx, "cpu").Result()
+		_ = c.Close()
+		if err != nil {
+			return -1
+		}
+		for _, field := range []string{"used_cpu_user:", "used_cpu_sys:"} {
+			_, rest, ok := strings.Cut(info, field)
+			if !ok {
+				return -1
+			}
+			line, _, _ := strings.Cut(rest, "\r\n")
+			sec, err := strconv.ParseFloat(strings.TrimSpace(line), 64)
+			if err != nil {
+				return -1
+			}
+			total += time.Duration(sec * float64(time.Second))
+		}
+	}
+	return total
+}
+
 func (fl *fleet) deleteKeys(ctx context.Context, keys []string, internal bool) error {
 	ours := make(map[string]bool, len(keys))
 	for _, k := range keys {
@@ -629,6 +661,7 @@ type result struct {
 	watchedMGet int64  // MGETs that did
 	runErrors   []string
 	cpu         time.Duration // the process's CPU time (user+system) during the run
+	serverCPU   time.Duration // the real shards' CPU time during the run (INFO cpu), 0 if unknown
 }
 
 // runOne runs the workload through one system on fresh (or, for real
@@ -706,12 +739,18 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 	timelineC := sampler(cnt, sampleStep, stop)
 	start := time.Now()
 	cpu0 := processCPU()
+	srv0 := fl.serverCPU(ctx)
 	run := load(ctx, tg.cmdable(), &c.wl, keys, value, stop, nil)
 	c.events(ctx, start, tg, fl, res)
 	close(stop)
 	run.wait()
 	res.elapsed = time.Since(start)
 	res.cpu = processCPU() - cpu0
+	if srv0 >= 0 {
+		if srv1 := fl.serverCPU(ctx); srv1 >= srv0 {
+			res.serverCPU = srv1 - srv0
+		}
+	}
 	res.tl = <-timelineC
 	res.hot = tg.hotStats()
 	// Closing waits for the flights the client runs for callers, so every

@@ -103,6 +103,7 @@ func (r *result) metrics() [][2]string {
 		{"ops", fmt.Sprintf("%d in %.2fs", t.ops, r.elapsed.Seconds())},
 		{"throughput", fmt.Sprintf("%.0f ops/s", r.throughput())},
 		{"CPU per op", r.cpuPerOp()},
+		{"server CPU per op", r.serverCPUPerOp()},
 		{"latency p50", fmtDur(t.hist.quantile(0.5))},
 		{"latency p99", fmtDur(t.hist.quantile(0.99))},
 		{"latency p999", fmtDur(t.hist.quantile(0.999))},
@@ -310,6 +311,15 @@ func (r *result) cpuPerOp() string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2fµs", float64(r.cpu)/float64(r.t.ops)/1e3)
+}
+
+// serverCPUPerOp is the real shards' CPU time per operation (all shards
+// together), or "-" where it is not known (embedded shards).
+func (r *result) serverCPUPerOp() string {
+	if r.serverCPU <= 0 || r.t.ops == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fµs", float64(r.serverCPU)/float64(r.t.ops)/1e3)
 }
 
 // cpuPerOpNs is the process's CPU time per operation in ns, 0 where it
