@@ -81,8 +81,12 @@ run, same machine): goredis-ring is go-redis's redis.NewRing over the same
 shards (it ignores weights); goredis-autopipeline is go-redis's own
 AutoPipeline (Client.AutoPipeline, Options.AutoPipelineOptions or go-redis's
 defaults) on a plain redis.NewClient to the first shard only, the one-server
-figure auto-pipelining is measured against. Give both as
---compare goredis-ring,goredis-autopipeline. --png FILE
+figure auto-pipelining is measured against; goredis-autopipeline-per-shard
+is sharding by hand with go-redis's AutoPipeline of each shard's client,
+keys placed by redshard's ring: auto-pipelining over the same shards
+without redshard's routing. Give several as
+--compare goredis-ring,goredis-autopipeline,goredis-autopipeline-per-shard.
+Real shards also report the servers' CPU per operation (INFO cpu). --png FILE
 draws FILE-load.png (commands per 100ms per shard), FILE-latency.png and
 FILE-throughput.png (ops/s and CPU per op of each run).
 --autopipeline also runs redshard with Options.AutoPipeline (every command
@@ -121,6 +125,7 @@ includes the servers, which run in this process).`)
 		return err
 	}
 	oneServer := slices.Contains(c.compare, "goredis-autopipeline")
+	perShard := slices.Contains(c.compare, "goredis-autopipeline-per-shard")
 	switch {
 	case c.duration <= 0:
 		return usagef("--duration %v: must be positive", c.duration)
@@ -142,6 +147,10 @@ includes the servers, which run in this process).`)
 		return usagef("--shards and --weights are for embedded shards; with --config or --shard the list comes from there")
 	case oneServer && (c.addAt > 0 || c.killAt > 0):
 		return usagef("--compare goredis-autopipeline runs on the first shard alone: it has no shard to add, and --kill-shard-at would kill its only server")
+	case perShard && (c.addAt > 0 || c.killAt > 0):
+		return usagef("--compare goredis-autopipeline-per-shard shards by hand over a fixed set of shards: no --add-shard-at or --kill-shard-at")
+	case perShard && c.wl.mget > 1:
+		return usagef("--compare goredis-autopipeline-per-shard sends single-key commands only: no --mget")
 	}
 	// A chart file that cannot be written fails now, not after the run.
 	var charts *chartFiles
@@ -462,7 +471,8 @@ func globEscape(s string) string {
 
 // target is a client under test.
 type target interface {
-	cmdable() redis.Cmdable
+	cmdable() redis.Cmdable // preloading
+	kv() kv                 // the workload's operations
 	addShard(ctx context.Context, s redshard.Shard) error
 	hotStats() *redshard.HotStats // nil when not applicable
 	close() error
@@ -497,6 +507,7 @@ func newRedshardTarget(fl *fleet, hot *redshard.HotKeyOptions, failover, autopip
 }
 
 func (t *redshardTarget) cmdable() redis.Cmdable { return t.c }
+func (t *redshardTarget) kv() kv                 { return t.c }
 
 func (t *redshardTarget) addShard(ctx context.Context, s redshard.Shard) error {
 	return t.c.SetShards(ctx, append(t.c.Shards(), s))
@@ -548,6 +559,7 @@ func newRingTarget(fl *fleet, cnt *counters) *ringTarget {
 }
 
 func (t *ringTarget) cmdable() redis.Cmdable { return t.r }
+func (t *ringTarget) kv() kv                 { return t.r }
 
 func (t *ringTarget) addShard(_ context.Context, s redshard.Shard) error {
 	t.mu.Lock()
@@ -589,6 +601,7 @@ func newAutoPipelineTarget(fl *fleet, cnt *counters) (*autoPipelineTarget, error
 }
 
 func (t *autoPipelineTarget) cmdable() redis.Cmdable { return t.ap }
+func (t *autoPipelineTarget) kv() kv                 { return t.ap }
 
 func (t *autoPipelineTarget) addShard(context.Context, redshard.Shard) error {
 	return errors.New("goredis-autopipeline runs on one server: it has no shard to add")
@@ -599,8 +612,71 @@ func (t *autoPipelineTarget) hotStats() *redshard.HotStats { return nil }
 // close closes the client, which closes its AutoPipeliner first.
 func (t *autoPipelineTarget) close() error { return t.c.Close() }
 
+// perShardAPTarget is sharding done by hand with go-redis's own
+// AutoPipeline: one per shard, on the shard clients of a plain redshard
+// client (whose hooks count), each key sent to the AutoPipeliner of the
+// shard redshard's ring names. It is what auto-pipelining over these shards
+// costs without redshard's routing, the baseline of redshard's own.
+type perShardAPTarget struct {
+	c   *redshard.Client // preloading, placement
+	aps map[string]*redis.AutoPipeliner
+}
+
+func newPerShardAPTarget(fl *fleet, cnt *counters) (*perShardAPTarget, error) {
+	rt, err := newRedshardTarget(fl, nil, false, false, cnt)
+	if err != nil {
+		return nil, err
+	}
+	t := &perShardAPTarget{c: rt.c, aps: map[string]*redis.AutoPipeliner{}}
+	for _, s := range fl.shards() {
+		sc, _ := rt.c.ShardClient(s.Name)
+		var ap *redis.AutoPipeliner
+		if o := fl.opt.AutoPipelineOptions; o != nil {
+			ap, err = sc.AutoPipelineWithOptions(o)
+		} else {
+			ap, err = sc.AutoPipeline()
+		}
+		if err != nil {
+			_ = rt.c.Close()
+			return nil, fmt.Errorf("go-redis AutoPipeline on %s: %w", s.Addr, err)
+		}
+		t.aps[s.Name] = ap
+	}
+	return t, nil
+}
+
+func (t *perShardAPTarget) cmdable() redis.Cmdable { return t.c }
+func (t *perShardAPTarget) kv() kv                 { return t }
+
+func (t *perShardAPTarget) ap(key string) *redis.AutoPipeliner { return t.aps[t.c.Ring().Lookup(key)] }
+
+func (t *perShardAPTarget) Get(ctx context.Context, key string) *redis.StringCmd {
+	return t.ap(key).Get(ctx, key)
+}
+
+func (t *perShardAPTarget) Set(ctx context.Context, key string, value interface{}, exp time.Duration) *redis.StatusCmd {
+	return t.ap(key).Set(ctx, key, value, exp)
+}
+
+// MGet is not routed by hand (bench refuses --mget with this system).
+func (t *perShardAPTarget) MGet(ctx context.Context, keys ...string) *redis.SliceCmd {
+	cmd := redis.NewSliceCmd(ctx)
+	cmd.SetErr(errors.New("goredis-autopipeline-per-shard does not split MGET"))
+	return cmd
+}
+
+func (t *perShardAPTarget) addShard(context.Context, redshard.Shard) error {
+	return errors.New("goredis-autopipeline-per-shard has a fixed set of shards")
+}
+
+func (t *perShardAPTarget) hotStats() *redshard.HotStats { return nil }
+
+// close closes the redshard client, whose shard clients close their
+// AutoPipeliners.
+func (t *perShardAPTarget) close() error { return t.c.Close() }
+
 // compareSystems are the clients --compare can run besides redshard.
-var compareSystems = []string{"goredis-ring", "goredis-autopipeline"}
+var compareSystems = []string{"goredis-ring", "goredis-autopipeline", "goredis-autopipeline-per-shard"}
 
 // parseCompare parses --compare: comparison systems, comma-separated, each
 // at most once.
@@ -703,6 +779,13 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 		if ap {
 			res.setting += ", AutoPipeline"
 		}
+	case "goredis-autopipeline-per-shard":
+		t, err := newPerShardAPTarget(fl, cnt)
+		if err != nil {
+			return nil, err
+		}
+		tg = t
+		res.setting = "go-redis's AutoPipeline of each shard's client, keys placed by redshard's ring by hand; no redshard routing, no hot-key mitigation"
 	case "goredis-autopipeline":
 		t, err := newAutoPipelineTarget(fl, cnt)
 		if err != nil {
@@ -740,7 +823,7 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 	start := time.Now()
 	cpu0 := processCPU()
 	srv0 := fl.serverCPU(ctx)
-	run := load(ctx, tg.cmdable(), &c.wl, keys, value, stop, nil)
+	run := load(ctx, tg.kv(), &c.wl, keys, value, stop, nil)
 	c.events(ctx, start, tg, fl, res)
 	close(stop)
 	run.wait()
@@ -761,7 +844,7 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 	}
 	res.t = run.total()
 	res.shards = cnt.snapshot()
-	if system == "redshard-autopipeline" || system == "goredis-autopipeline" {
+	if system == "redshard-autopipeline" || strings.HasPrefix(system, "goredis-autopipeline") {
 		// Batches run on the AutoPipeliner's context, not the workers':
 		// their commands are untraced. Count everything as load, and no
 		// operation as served locally (none is, without mitigation).

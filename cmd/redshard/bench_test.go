@@ -393,3 +393,44 @@ func TestHotkeysRealShardsCleanup(t *testing.T) {
 		t.Errorf("keys left after the run: %q, want only t:mine", left)
 	}
 }
+
+// TestBenchComparePerShardAutoPipeline: the hand-sharded AutoPipeline run
+// places every key where redshard does, so its per-shard command counts
+// follow the ring's shares and its accounting adds up.
+func TestBenchComparePerShardAutoPipeline(t *testing.T) {
+	code, out, errOut := runCmd(t, benchArgs("--shards", "4", "--compare", "goredis-autopipeline-per-shard")...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	acc := parseChecks(t, out)
+	if len(acc) != 2 || acc[1].system != "goredis-autopipeline-per-shard" {
+		t.Fatalf("want redshard and goredis-autopipeline-per-shard, got %+v", acc)
+	}
+	if a := acc[1]; a.verdict != "ok" || a.ops == 0 || a.ops != a.commands {
+		t.Errorf("goredis-autopipeline-per-shard: accounting %+v", a)
+	}
+	_, table, ok := strings.Cut(out, "(share of the run's commands):\n")
+	if !ok {
+		t.Fatalf("no per-shard table in:\n%s", out)
+	}
+	shards := 0
+	for _, line := range strings.Split(table, "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) != 6 || !strings.HasPrefix(f[0], "shard-") {
+			break
+		}
+		shards++
+		if f[4] == "0" {
+			t.Errorf("goredis-autopipeline-per-shard sent nothing to %s:\n%s", f[0], out)
+		}
+	}
+	if shards != 4 {
+		t.Errorf("per-shard table has %d shards:\n%s", shards, out)
+	}
+	for _, args := range [][]string{{"--mget", "4"}, {"--add-shard-at", "100ms"}} {
+		code, _, errOut := runCmd(t, benchArgs(append(args, "--compare", "goredis-autopipeline-per-shard")...)...)
+		if code != exitUsage || !strings.Contains(errOut, "goredis-autopipeline-per-shard") {
+			t.Errorf("%v with goredis-autopipeline-per-shard: exit %d, %s", args, code, errOut)
+		}
+	}
+}

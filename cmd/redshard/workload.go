@@ -265,7 +265,15 @@ func (p *workerPanics) repanic() {
 // load starts the workload's workers against c; they run until stop is
 // closed or ctx is done. ops, if not nil, counts operations as they
 // complete.
-func load(ctx context.Context, c redis.Cmdable, w *workload, keys []string, value string, stop <-chan struct{}, ops *atomic.Int64) *loadRun {
+// kv is what the workload's operations need of a client; redis.Cmdable
+// has it.
+type kv interface {
+	Get(ctx context.Context, key string) *redis.StringCmd
+	Set(ctx context.Context, key string, value interface{}, expiration time.Duration) *redis.StatusCmd
+	MGet(ctx context.Context, keys ...string) *redis.SliceCmd
+}
+
+func load(ctx context.Context, c kv, w *workload, keys []string, value string, stop <-chan struct{}, ops *atomic.Int64) *loadRun {
 	run := &loadRun{tallies: make([]*tally, w.concurrency), traces: make([]*opTrace, w.concurrency)}
 	wg := &run.wg
 	for i := range w.concurrency {
