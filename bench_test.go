@@ -56,6 +56,25 @@ func overheadClientsWith(b *testing.B, stub, autopipe bool) (*redshard.Client, *
 	return c, direct
 }
 
+// stubRing returns a go-redis redis.Ring over 4 stub shards, the yardstick
+// for redshard's own routing cost.
+func stubRing(b *testing.B) *redis.Ring {
+	addrs := map[string]string{}
+	for i := 0; i < 4; i++ {
+		addrs[fmt.Sprint("s", i)] = fmt.Sprintf("127.0.0.1:%d", 1+i)
+	}
+	r := redis.NewRing(&redis.RingOptions{
+		Addrs: addrs,
+		NewClient: func(o *redis.Options) *redis.Client {
+			c := redis.NewClient(o)
+			c.AddHook(stubHook{})
+			return c
+		},
+	})
+	b.Cleanup(func() { r.Close() })
+	return r
+}
+
 // BenchmarkClientOverhead compares each command through redshard with the
 // same command on the owning shard's go-redis client. "stub" shards answer
 // without I/O, so redshard minus direct is exactly the routing cost;
@@ -83,6 +102,14 @@ func BenchmarkClientOverhead(b *testing.B) {
 			name string
 			c    redis.Cmdable
 		}{{"direct", direct}, {"redshard", c}, {"direct-autopipeline", directAP}, {"redshard-autopipeline", apc}}
+		if backend == "stub" {
+			// go-redis's Ring on the same stub shards (no MGET across
+			// shards: it sends the whole MGET to the first key's shard).
+			clients = append(clients, struct {
+				name string
+				c    redis.Cmdable
+			}{"goredis-ring", stubRing(b)})
+		}
 		for _, cl := range clients {
 			b.Run(backend+"/GET/"+cl.name, func(b *testing.B) {
 				b.ReportAllocs()
@@ -139,7 +166,10 @@ func BenchmarkGetParallel(b *testing.B) {
 		for _, cl := range []struct {
 			name string
 			c    redis.Cmdable
-		}{{"direct" + name, dc}, {"redshard" + name, c}} {
+		}{{"direct" + name, dc}, {"redshard" + name, c}, {"goredis-ring", stubRing(b)}} {
+			if autopipe && cl.name == "goredis-ring" {
+				continue // Ring refuses AutoPipeline; its row is the one above
+			}
 			b.Run(cl.name, func(b *testing.B) {
 				b.ReportAllocs()
 				b.RunParallel(func(pb *testing.PB) {
