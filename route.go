@@ -44,6 +44,10 @@ type route struct {
 }
 
 // process routes one command. go-redis stores the returned error on cmd.
+//
+// It only counts the command in flight around route: with its few returns
+// the compiler open-codes the defer, which in route's many would cost a
+// deferred call record per command.
 func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 	top, err := c.enter()
 	if err != nil {
@@ -51,15 +55,22 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 	}
 	var buf [8]int
 	info, keys, err := command.Lookup(cmd.Args(), buf[:0])
-	blocking := err == nil && info.Flags&command.Blocking != 0
-	if blocking {
+	if err == nil && info.Flags&command.Blocking != 0 {
 		// A blocking command may wait for ever; a change waits for it only
 		// briefly (see blockingGrace).
 		top.block()
 		defer top.unblock()
-	} else {
-		defer top.exit()
+		return c.route(ctx, top, cmd, info, keys, err, true)
 	}
+	defer top.exit()
+	return c.route(ctx, top, cmd, info, keys, err, false)
+}
+
+// route carries out one command counted in flight on top, with what
+// command.Lookup said of it (lookupErr is its error).
+func (c *Client) route(ctx context.Context, top *topology, cmd redis.Cmder, info command.Info, keys []int,
+	lookupErr error, blocking bool) error {
+	err := lookupErr
 	if err == nil && len(keys) > 0 && (info.Class == command.Keyed || info.Class == command.Channel) {
 		// The hot path: one shard, the caller's command object, no allocation.
 		var i int
