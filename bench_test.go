@@ -56,19 +56,22 @@ func overheadClientsWith(b *testing.B, stub, autopipe bool) (*redshard.Client, *
 	return c, direct
 }
 
-// stubRing returns a go-redis redis.Ring over 4 stub shards, the yardstick
-// for redshard's own routing cost.
-func stubRing(b *testing.B) *redis.Ring {
+// ringOver returns a go-redis redis.Ring over the shards of c, the
+// yardstick for redshard's own routing cost; with stub, its shard clients
+// answer without I/O as c's do.
+func ringOver(b *testing.B, c *redshard.Client, stub bool) *redis.Ring {
 	addrs := map[string]string{}
-	for i := 0; i < 4; i++ {
-		addrs[fmt.Sprint("s", i)] = fmt.Sprintf("127.0.0.1:%d", 1+i)
+	for _, s := range c.Shards() {
+		addrs[s.Name] = s.Addr
 	}
 	r := redis.NewRing(&redis.RingOptions{
 		Addrs: addrs,
 		NewClient: func(o *redis.Options) *redis.Client {
-			c := redis.NewClient(o)
-			c.AddHook(stubHook{})
-			return c
+			cl := redis.NewClient(o)
+			if stub {
+				cl.AddHook(stubHook{})
+			}
+			return cl
 		},
 	})
 	b.Cleanup(func() { r.Close() })
@@ -102,15 +105,14 @@ func BenchmarkClientOverhead(b *testing.B) {
 			name string
 			c    redis.Cmdable
 		}{{"direct", direct}, {"redshard", c}, {"direct-autopipeline", directAP}, {"redshard-autopipeline", apc}}
-		if backend == "stub" {
-			// go-redis's Ring on the same stub shards (no MGET across
-			// shards: it sends the whole MGET to the first key's shard).
-			clients = append(clients, struct {
-				name string
-				c    redis.Cmdable
-			}{"goredis-ring", stubRing(b)})
-		}
+		// go-redis's Ring on the same shards (its MGET and pipelines
+		// are not split: each goes whole to its first key's shard).
+		clients = append(clients, struct {
+			name string
+			c    redis.Cmdable
+		}{"goredis-ring", ringOver(b, c, backend == "stub")})
 		for _, cl := range clients {
+			cl.c.Set(ctx, "bench:key", "value", 0) // Ring places keys elsewhere
 			b.Run(backend+"/GET/"+cl.name, func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
@@ -166,7 +168,7 @@ func BenchmarkGetParallel(b *testing.B) {
 		for _, cl := range []struct {
 			name string
 			c    redis.Cmdable
-		}{{"direct" + name, dc}, {"redshard" + name, c}, {"goredis-ring", stubRing(b)}} {
+		}{{"direct" + name, dc}, {"redshard" + name, c}, {"goredis-ring", ringOver(b, c, true)}} {
 			if autopipe && cl.name == "goredis-ring" {
 				continue // Ring refuses AutoPipeline; its row is the one above
 			}
