@@ -554,6 +554,7 @@ type result struct {
 	untraced  int64
 	runErrors []string
 	cpu       time.Duration // the process's CPU time (user+system) during the run
+	cpuUser   time.Duration // the user-mode part of cpu
 }
 
 // runOne runs the workload through one system on fresh (or, for real
@@ -617,13 +618,14 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 	stop := make(chan struct{})
 	timelineC := sampler(cnt, sampleStep, stop)
 	start := time.Now()
-	cpu0 := processCPU()
+	user0, sys0 := processCPU()
 	run := load(ctx, tg.cmdable(), &c.wl, keys, value, stop, nil)
 	c.events(ctx, start, tg, fl, res)
 	close(stop)
 	run.wait()
 	res.elapsed = time.Since(start)
-	res.cpu = processCPU() - cpu0
+	user1, sys1 := processCPU()
+	res.cpu, res.cpuUser = user1-user0+sys1-sys0, user1-user0
 	res.tl = <-timelineC
 	res.hot = tg.hotStats()
 	// Closing waits for the flights the client runs for callers, so every

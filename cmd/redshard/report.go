@@ -102,7 +102,8 @@ func (r *result) metrics() [][2]string {
 	m := [][2]string{
 		{"ops", fmt.Sprintf("%d in %.2fs", t.ops, r.elapsed.Seconds())},
 		{"throughput", fmt.Sprintf("%.0f ops/s", r.throughput())},
-		{"CPU per op", r.cpuPerOp()},
+		{"CPU per op", perOp(r.cpu, r.t.ops)},
+		{"  of it user mode", perOp(r.cpuUser, r.t.ops)},
 		{"latency p50", fmtDur(t.hist.quantile(0.5))},
 		{"latency p99", fmtDur(t.hist.quantile(0.99))},
 		{"latency p999", fmtDur(t.hist.quantile(0.999))},
@@ -289,11 +290,12 @@ func writeComparison(w io.Writer, results []*result) {
 	}
 }
 
-// cpuPerOp is the process's CPU time per operation of the run, or "-"
-// where it cannot be measured.
-func (r *result) cpuPerOp() string {
-	if r.cpu <= 0 || r.t.ops == 0 {
+// perOp is a CPU time of the process per operation of the run, or "-"
+// where it cannot be measured. The user-mode part is the client's own code
+// (routing, go-redis, the runtime); the rest is system calls.
+func perOp(cpu time.Duration, ops int64) string {
+	if cpu <= 0 || ops == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.2fµs", float64(r.cpu)/float64(r.t.ops)/1e3)
+	return fmt.Sprintf("%.2fµs", float64(cpu)/float64(ops)/1e3)
 }
