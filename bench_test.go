@@ -56,6 +56,28 @@ func overheadClientsWith(b *testing.B, stub, autopipe bool) (*redshard.Client, *
 	return c, direct
 }
 
+// ringOver returns a go-redis redis.Ring over the shards of c, the
+// yardstick for redshard's own routing cost; with stub, its shard clients
+// answer without I/O as c's do.
+func ringOver(b *testing.B, c *redshard.Client, stub bool) *redis.Ring {
+	addrs := map[string]string{}
+	for _, s := range c.Shards() {
+		addrs[s.Name] = s.Addr
+	}
+	r := redis.NewRing(&redis.RingOptions{
+		Addrs: addrs,
+		NewClient: func(o *redis.Options) *redis.Client {
+			cl := redis.NewClient(o)
+			if stub {
+				cl.AddHook(stubHook{})
+			}
+			return cl
+		},
+	})
+	b.Cleanup(func() { r.Close() })
+	return r
+}
+
 // BenchmarkClientOverhead compares each command through redshard with the
 // same command on the owning shard's go-redis client. "stub" shards answer
 // without I/O, so redshard minus direct is exactly the routing cost;
@@ -83,7 +105,14 @@ func BenchmarkClientOverhead(b *testing.B) {
 			name string
 			c    redis.Cmdable
 		}{{"direct", direct}, {"redshard", c}, {"direct-autopipeline", directAP}, {"redshard-autopipeline", apc}}
+		// go-redis's Ring on the same shards (its MGET and pipelines
+		// are not split: each goes whole to its first key's shard).
+		clients = append(clients, struct {
+			name string
+			c    redis.Cmdable
+		}{"goredis-ring", ringOver(b, c, backend == "stub")})
 		for _, cl := range clients {
+			cl.c.Set(ctx, "bench:key", "value", 0) // Ring places keys elsewhere
 			b.Run(backend+"/GET/"+cl.name, func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
@@ -139,7 +168,10 @@ func BenchmarkGetParallel(b *testing.B) {
 		for _, cl := range []struct {
 			name string
 			c    redis.Cmdable
-		}{{"direct" + name, dc}, {"redshard" + name, c}} {
+		}{{"direct" + name, dc}, {"redshard" + name, c}, {"goredis-ring", ringOver(b, c, true)}} {
+			if autopipe && cl.name == "goredis-ring" {
+				continue // Ring refuses AutoPipeline; its row is the one above
+			}
 			b.Run(cl.name, func(b *testing.B) {
 				b.ReportAllocs()
 				b.RunParallel(func(pb *testing.PB) {

@@ -270,17 +270,18 @@ func (c *Client) topology() (*topology, error) {
 // new one instead, so once the first move of a change has seen the old
 // ring's count at zero, no command of the old ring can start.
 func (c *Client) enter() (*topology, error) {
-	for {
-		top, err := c.topology()
-		if err != nil {
-			return nil, err
-		}
-		top.flight.n.Add(1)
-		if c.top.Load().epoch == top.epoch {
+	for !c.closed.Load() {
+		top := c.top.Load()
+		fl := &top.flight.n
+		fl.Add(1)
+		if c.top.Load() == top {
 			return top, nil
 		}
-		top.flight.n.Add(-1)
+		// Replaced meanwhile: by a copy of the same epoch (which shares
+		// top.flight) or by a new ring. Count on the newest instead.
+		fl.Add(-1)
 	}
+	return nil, redis.ErrClosed
 }
 
 // exit ends a command counted by enter.

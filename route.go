@@ -43,6 +43,10 @@ type route struct {
 }
 
 // process routes one command. go-redis stores the returned error on cmd.
+//
+// It only counts the command in flight around route: with its few returns
+// the compiler open-codes the defer, which in route's many would cost a
+// deferred call record per command.
 func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 	top, err := c.enter()
 	if err != nil {
@@ -50,19 +54,33 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 	}
 	var buf [8]int
 	info, keys, err := command.Lookup(cmd.Args(), buf[:0])
-	blocking := err == nil && info.Flags&command.Blocking != 0
-	if blocking {
+	if err == nil && info.Flags&command.Blocking != 0 {
 		// A blocking command may wait for ever; a change waits for it only
 		// briefly (see blockingGrace).
 		top.block()
 		defer top.unblock()
-	} else {
-		defer top.exit()
+		return c.route(ctx, top, cmd, &info, keys, err, true)
 	}
+	defer top.exit()
+	return c.route(ctx, top, cmd, &info, keys, err, false)
+}
+
+// route carries out one command counted in flight on top, with what
+// command.Lookup said of it (lookupErr is its error): a keyed command here,
+// the others in routeOther. info is a pointer and the rest a call away so
+// that the common case copies and spills little.
+func (c *Client) route(ctx context.Context, top *topology, cmd redis.Cmder, info *command.Info, keys []int,
+	lookupErr error, blocking bool) error {
+	err := lookupErr
 	if err == nil && len(keys) > 0 && (info.Class == command.Keyed || info.Class == command.Channel) {
 		// The hot path: one shard, the caller's command object, no allocation.
 		var i int
-		if i, err = top.owner(info, cmd.Args(), keys); err == nil {
+		if len(keys) == 1 && info.Flags&command.OtherKeys == 0 {
+			i = top.ring.LookupIndex(command.Arg(cmd.Args()[keys[0]])) // owner, in short
+		} else {
+			i, err = top.owner(info, cmd.Args(), keys)
+		}
+		if err == nil {
 			// A channel is no key: nothing to move, hold or fence (during
 			// a change the pub/sub multiplexer listens on both owners).
 			if top.guarded && info.Class == command.Keyed {
@@ -72,13 +90,20 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 			}
 			if s := top.shards[i]; !s.down.Load() {
 				if c.hot != nil {
-					return c.hot.process(ctx, top, info, cmd, keys, i)
+					return c.hot.process(ctx, top, *info, cmd, keys, i)
 				}
 				return s.send(ctx, cmd, blocking)
 			}
-			return c.processDown(ctx, top, info, cmd, keys, i)
+			return c.processDown(ctx, top, *info, cmd, keys, i)
 		}
 	}
+	return c.routeOther(ctx, top, cmd, *info, keys, err, blocking)
+}
+
+// routeOther is route for every command but a keyed one that found its
+// owner; err is Lookup's or the owner's error.
+func (c *Client) routeOther(ctx context.Context, top *topology, cmd redis.Cmder, info command.Info, keys []int,
+	err error, blocking bool) error {
 	if top.single(info, keys, err) {
 		return c.processSingle(ctx, top, info, cmd)
 	}
@@ -237,7 +262,7 @@ func (t *topology) plan(ctx context.Context, cmd redis.Cmder, info command.Info,
 	args := cmd.Args()
 	switch info.Class {
 	case command.Keyed, command.Channel:
-		i, err := t.owner(info, args, keys)
+		i, err := t.owner(&info, args, keys)
 		return route{direct: i}, err
 	case command.Split:
 		return t.planSplit(ctx, cmd, info, keys)
@@ -251,9 +276,11 @@ func (t *topology) plan(ctx context.Context, cmd redis.Cmder, info command.Info,
 }
 
 // owner returns the shard index that owns every key of a keyed command.
-func (t *topology) owner(info command.Info, args []interface{}, keys []int) (int, error) {
-	if err := t.otherKeysErr(info); err != nil {
-		return -1, err
+func (t *topology) owner(info *command.Info, args []interface{}, keys []int) (int, error) {
+	if info.Flags&command.OtherKeys != 0 {
+		if err := t.otherKeysErr(*info); err != nil {
+			return -1, err
+		}
 	}
 	if len(keys) == 0 {
 		return -1, fmt.Errorf("%w: %s names no key, so no shard can be chosen; "+
@@ -541,7 +568,7 @@ func (t *topology) checkTxCommand(info command.Info, args []interface{}, keys []
 			}
 		}
 		if len(keys) == 0 && info.Class != command.Split {
-			_, err := t.owner(info, args, keys)
+			_, err := t.owner(&info, args, keys)
 			return err
 		}
 		return nil

@@ -16,7 +16,8 @@ import (
 func (t *topology) planSplit(ctx context.Context, cmd redis.Cmder, info command.Info, keys []int) (route, error) {
 	args := cmd.Args()
 	if len(keys) == 0 {
-		i, err := t.owner(info, args, keys)
+		in := info // not info itself: its address would move it to the heap (the closures below capture it)
+		i, err := t.owner(&in, args, keys)
 		return route{direct: i}, err
 	}
 	owners := make([]int, len(keys))

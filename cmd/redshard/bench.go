@@ -737,6 +737,7 @@ type result struct {
 	watchedMGet int64  // MGETs that did
 	runErrors   []string
 	cpu         time.Duration // the process's CPU time (user+system) during the run
+	cpuUser     time.Duration // the user-mode part of cpu
 	serverCPU   time.Duration // the real shards' CPU time during the run (INFO cpu), 0 if unknown
 }
 
@@ -821,14 +822,15 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 	stop := make(chan struct{})
 	timelineC := sampler(cnt, sampleStep, stop)
 	start := time.Now()
-	cpu0 := processCPU()
+	user0, sys0 := processCPU()
 	srv0 := fl.serverCPU(ctx)
 	run := load(ctx, tg.kv(), &c.wl, keys, value, stop, nil)
 	c.events(ctx, start, tg, fl, res)
 	close(stop)
 	run.wait()
 	res.elapsed = time.Since(start)
-	res.cpu = processCPU() - cpu0
+	user1, sys1 := processCPU()
+	res.cpu, res.cpuUser = user1-user0+sys1-sys0, user1-user0
 	if srv0 >= 0 {
 		if srv1 := fl.serverCPU(ctx); srv1 >= srv0 {
 			res.serverCPU = srv1 - srv0

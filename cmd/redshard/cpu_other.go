@@ -5,4 +5,4 @@ package main
 import "time"
 
 // processCPU is not measured on this system.
-func processCPU() time.Duration { return 0 }
+func processCPU() (user, sys time.Duration) { return 0, 0 }

@@ -102,8 +102,9 @@ func (r *result) metrics() [][2]string {
 	m := [][2]string{
 		{"ops", fmt.Sprintf("%d in %.2fs", t.ops, r.elapsed.Seconds())},
 		{"throughput", fmt.Sprintf("%.0f ops/s", r.throughput())},
-		{"CPU per op", r.cpuPerOp()},
-		{"server CPU per op", r.serverCPUPerOp()},
+		{"CPU per op", perOp(r.cpu, r.t.ops)},
+		{"  of it user mode", perOp(r.cpuUser, r.t.ops)},
+		{"server CPU per op", perOp(r.serverCPU, r.t.ops)}, // all real shards together; "-" embedded
 		{"latency p50", fmtDur(t.hist.quantile(0.5))},
 		{"latency p99", fmtDur(t.hist.quantile(0.99))},
 		{"latency p999", fmtDur(t.hist.quantile(0.999))},
@@ -304,22 +305,14 @@ func writeComparison(w io.Writer, results []*result, refs []string) {
 	}
 }
 
-// cpuPerOp is the process's CPU time per operation of the run, or "-"
-// where it cannot be measured.
-func (r *result) cpuPerOp() string {
-	if r.cpu <= 0 || r.t.ops == 0 {
+// perOp is a CPU time (the process's, or the real shards') per operation
+// of the run, or "-" where it cannot be measured. The user-mode part is the client's own code
+// (routing, go-redis, the runtime); the rest is system calls.
+func perOp(cpu time.Duration, ops int64) string {
+	if cpu <= 0 || ops == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.2fµs", float64(r.cpu)/float64(r.t.ops)/1e3)
-}
-
-// serverCPUPerOp is the real shards' CPU time per operation (all shards
-// together), or "-" where it is not known (embedded shards).
-func (r *result) serverCPUPerOp() string {
-	if r.serverCPU <= 0 || r.t.ops == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.2fµs", float64(r.serverCPU)/float64(r.t.ops)/1e3)
+	return fmt.Sprintf("%.2fµs", float64(cpu)/float64(ops)/1e3)
 }
 
 // cpuPerOpNs is the process's CPU time per operation in ns, 0 where it

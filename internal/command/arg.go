@@ -19,6 +19,16 @@ import (
 // sending it, wherever it is routed. Arg is safe for concurrent use; it
 // allocates only to convert []byte and numbers.
 func Arg(a interface{}) string {
+	// Keys are strings nearly always: small enough to inline, the check
+	// spares routing a call and a long type switch per key.
+	if s, ok := a.(string); ok {
+		return s
+	}
+	return argText(a)
+}
+
+// argText is Arg for every type.
+func argText(a interface{}) string {
 	// The cases and their order mirror WriteArg, so that a type matching
 	// several cases (time.Time is also a BinaryMarshaler) is written the same.
 	switch v := a.(type) {

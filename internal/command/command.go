@@ -156,41 +156,53 @@ var ErrMalformed = errors.New("redshard: malformed command")
 // Lookup is safe for concurrent use. It does not allocate for the common
 // commands when keys has capacity for their keys.
 func Lookup(args []interface{}, keys []int) (Info, []int, error) {
+	// Small enough to inline: the caller's variable takes the Info without
+	// a copy through lookup's results (every command comes here).
+	var info Info
+	keys, err := lookup(args, keys, &info)
+	return info, keys, err
+}
+
+// lookup is Lookup, writing the Info to *info.
+func lookup(args []interface{}, keys []int, info *Info) ([]int, error) {
 	if len(args) == 0 {
-		return Info{}, keys, fmt.Errorf("%w: empty command", ErrMalformed)
+		return keys, fmt.Errorf("%w: empty command", ErrMalformed)
 	}
-	e := find(table, args[0])
+	e := findName(args[0])
 	if e == nil {
 		name := strings.ToLower(Arg(args[0]))
 		if name == "" {
-			return Info{}, keys, fmt.Errorf("%w: empty command name", ErrMalformed)
+			return keys, fmt.Errorf("%w: empty command name", ErrMalformed)
 		}
-		return Info{Name: name}, keys, nil
+		info.Name = name
+		return keys, nil
 	}
 	if e.subs != nil {
 		s, err := e.sub(args)
 		if err != nil {
-			return e.info, keys, err
+			*info = e.info
+			return keys, err
 		}
 		if s == nil {
-			return e.unknownSub(args), keys, nil
+			*info = e.unknownSub(args)
+			return keys, nil
 		}
 		e = s
 	}
+	*info = e.info
 	if e.keys.kind == noKeys {
-		return e.info, keys, nil
+		return keys, nil
 	}
 	n := len(keys)
 	keys, err := e.keys.locate(args, keys)
 	if err == errOtherKeys {
-		info := e.info
 		info.Flags |= OtherKeys
-		return info, keys, nil
+		return keys, nil
 	}
 	if err != nil {
-		return e.info, keys[:n], fmt.Errorf("%w: %s: %v", ErrMalformed, displayName(e.info.Name), err)
+		return keys[:n], fmt.Errorf("%w: %s: %v", ErrMalformed, displayName(e.info.Name), err)
 	}
-	return e.info, keys, nil
+	return keys, nil
 }
 
 // entry is one row of the table.

@@ -82,6 +82,12 @@ var (
 func (s *keySpec) locate(args []interface{}, keys []int) ([]int, error) {
 	switch s.kind {
 	case rangeKeys:
+		if s.first == s.last { // one key (GET, SET, ...): the common case, in short
+			if s.first >= len(args) {
+				return keys, errArity
+			}
+			return append(keys, s.first), nil
+		}
 		last := s.last
 		if last < 0 {
 			last += len(args)
