@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -818,6 +819,9 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 		}
 	}
 	cnt.reset()
+	// Every run starts from a collected heap: the garbage of the previous
+	// run (and of preloading) is not charged to this one.
+	runtime.GC()
 
 	stop := make(chan struct{})
 	timelineC := sampler(cnt, sampleStep, stop)
