@@ -84,50 +84,49 @@ func worker(ctx context.Context, c redis.UniversalClient, l *ledger, id, workers
 	rng := rand.New(rand.NewPCG(uint64(id), 42))
 	var seq int64
 	own := func() int { return id + workers*rng.IntN((len(l.keys)-id+workers-1)/workers) }
+	// change runs one write or delete of key i: its state is recorded as
+	// pending (with pending's other fields) while op runs, then as done's
+	// on success, or uncertain. It reports false when the run ended.
+	change := func(i int, name string, pending func(*keyState), op func() error, done func(keyState) keyState) bool {
+		s := l.get(i)
+		pending(&s)
+		s.pending = true
+		l.set(i, s)
+		s.pending = false
+		err := op()
+		if ctx.Err() != nil {
+			s.uncertain = true
+			l.set(i, s)
+			return false
+		}
+		t.Ops.Add(1)
+		if err != nil {
+			t.fail(fmt.Errorf("%s %s: %w", name, l.keys[i], err))
+			s.uncertain = true
+		} else {
+			s = done(s)
+		}
+		l.set(i, s)
+		return true
+	}
 	for ctx.Err() == nil {
 		switch r := rng.IntN(10); {
 		case r < 3: // write one of its keys
 			i := own()
 			seq++
-			s := l.get(i)
-			s.written, s.pending = true, true
-			l.set(i, s)
-			s.pending = false
-			err := c.Set(ctx, l.keys[i], seq, 0).Err()
-			if ctx.Err() != nil {
-				s.uncertain = true
-				l.set(i, s)
+			if !change(i, "SET", func(s *keyState) { s.written = true },
+				func() error { return c.Set(ctx, l.keys[i], seq, 0).Err() },
+				func(keyState) keyState { return keyState{seq: seq, written: true} }) {
 				return
 			}
-			t.Ops.Add(1)
-			if err != nil {
-				t.fail(fmt.Errorf("SET %s: %w", l.keys[i], err))
-				s.uncertain = true
-			} else {
-				s = keyState{seq: seq, written: true}
-			}
-			l.set(i, s)
 		case r < 4: // delete one of its keys
 			i := own()
 			seq++
-			s := l.get(i)
-			s.pending = true
-			l.set(i, s)
-			s.pending = false
-			err := c.Del(ctx, l.keys[i]).Err()
-			if ctx.Err() != nil {
-				s.uncertain = true
-				l.set(i, s)
+			if !change(i, "DEL", func(*keyState) {},
+				func() error { return c.Del(ctx, l.keys[i]).Err() },
+				func(s keyState) keyState { return keyState{seq: seq, deleted: true, written: s.written} }) {
 				return
 			}
-			t.Ops.Add(1)
-			if err != nil {
-				t.fail(fmt.Errorf("DEL %s: %w", l.keys[i], err))
-				s.uncertain = true
-			} else {
-				s = keyState{seq: seq, deleted: true, written: s.written}
-			}
-			l.set(i, s)
 		default: // read any key
 			i := rng.IntN(len(l.keys))
 			before := l.get(i) // acknowledged before the read was sent
