@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/internal/conformance"
 )
 
 // pubsubScript drives a PubSub the way applications and go-redis's own
@@ -24,33 +25,8 @@ func pubsubScript(t *testing.T, c redis.UniversalClient, a, b string) []string {
 	ctx := context.Background()
 	ps := c.Subscribe(ctx)
 	defer ps.Close()
-	var got []string
-	recv := func(n int) {
-		for range n {
-			msg, err := ps.ReceiveTimeout(ctx, 5*time.Second)
-			if err != nil {
-				got = append(got, "error: "+err.Error())
-				return
-			}
-			switch msg := msg.(type) {
-			case *redis.Subscription:
-				got = append(got, fmt.Sprintf("%s %q %d", msg.Kind, msg.Channel, msg.Count))
-			case *redis.Message:
-				got = append(got, fmt.Sprintf("message %q %q %q %q", msg.Channel, msg.Pattern, msg.Payload, msg.PayloadSlice))
-			case *redis.Pong:
-				got = append(got, fmt.Sprintf("pong %q", msg.Payload))
-			default:
-				got = append(got, fmt.Sprintf("%T %v", msg, msg))
-			}
-		}
-	}
-	step := func(name string, err error, n int) {
-		got = append(got, name)
-		if err != nil {
-			got = append(got, "error: "+err.Error())
-		}
-		recv(n)
-	}
+	ev := conformance.NewPubSubEvents(ps)
+	step := func(name string, err error, n int) { ev.Step(ctx, name, err, n) }
 	pub := func(ch, payload string, n int) {
 		step("PUBLISH "+ch, c.Publish(ctx, ch, payload).Err(), n)
 	}
@@ -76,7 +52,7 @@ func pubsubScript(t *testing.T, c redis.UniversalClient, a, b string) []string {
 	step("PING unsubscribed", ps.Ping(ctx), 1)
 	step("SUBSCRIBE b again", ps.Subscribe(ctx, b), 1)
 	pub(b, "6", 1)
-	return got
+	return ev.Events
 }
 
 // The standard Pub/Sub API through redshard on four shards gives, event for

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/internal/conformance"
 	"github.com/redshard/redshard/internal/redistest"
 )
 
@@ -21,28 +22,8 @@ func pubsubEvents(t *testing.T, c redis.UniversalClient, a, b string) []string {
 	ctx := context.Background()
 	ps := c.Subscribe(ctx)
 	defer ps.Close()
-	var got []string
-	step := func(name string, err error, n int) {
-		got = append(got, name)
-		if err != nil {
-			got = append(got, "error: "+err.Error())
-		}
-		for range n {
-			msg, err := ps.ReceiveTimeout(ctx, 5*time.Second)
-			if err != nil {
-				got = append(got, "error: "+err.Error())
-				return
-			}
-			switch msg := msg.(type) {
-			case *redis.Subscription:
-				got = append(got, fmt.Sprintf("%s %q %d", msg.Kind, msg.Channel, msg.Count))
-			case *redis.Message:
-				got = append(got, fmt.Sprintf("message %q %q %q", msg.Channel, msg.Pattern, msg.Payload))
-			case *redis.Pong:
-				got = append(got, fmt.Sprintf("pong %q", msg.Payload))
-			}
-		}
-	}
+	ev := conformance.NewPubSubEvents(ps)
+	step := func(name string, err error, n int) { ev.Step(ctx, name, err, n) }
 	pub := func(ch, payload string, n int) { step("PUBLISH "+ch, c.Publish(ctx, ch, payload).Err(), n) }
 	spub := func(ch, payload string, n int) { step("SPUBLISH "+ch, c.SPublish(ctx, ch, payload).Err(), n) }
 	step("PING", ps.Ping(ctx), 1)
@@ -70,7 +51,7 @@ func pubsubEvents(t *testing.T, c redis.UniversalClient, a, b string) []string {
 	step("PING unsubscribed", ps.Ping(ctx), 1)
 	step("SUBSCRIBE b again", ps.Subscribe(ctx, b), 1)
 	pub(b, "6", 1)
-	return got
+	return ev.Events
 }
 
 // TestPubSubLikeOneServer: go-redis's PubSub through redshard on four real
