@@ -61,6 +61,12 @@ import (
 
 var cluster = 1
 
+const (
+	redisSecondaryPort = "6381"
+)
+
+const ringShard1Port = "6390"
+
 var redisAddr = ":6379"
 
 // BeforeSuite connects to fixed ports.
@@ -86,16 +92,16 @@ func TestRewriteMainFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Dropped != 4 || st.Types != 1 {
-		t.Errorf("stats %+v, want 4 dropped, 1 type", st)
+	if st.Dropped != 5 || st.Types != 1 {
+		t.Errorf("stats %+v, want 5 dropped, 1 type", st)
 	}
 	s := string(out)
-	for _, gone := range []string{"BeforeSuite", "AfterSuite", "var cluster", "cleanupTLSCluster", "logging", "fixed ports"} {
+	for _, gone := range []string{"BeforeSuite", "AfterSuite", "var cluster", "cleanupTLSCluster", "logging", "fixed ports", "redisSecondaryPort", "6381"} {
 		if strings.Contains(s, gone) {
 			t.Errorf("rewritten main_test.go still has %q:\n%s", gone, s)
 		}
 	}
-	for _, want := range []string{"func newUniversalSubject(c *subjectClient)", "func connectTo(port string) *redis.Client", `var redisAddr = ":6379"`, `"os"`} {
+	for _, want := range []string{"func newUniversalSubject(c *subjectClient)", "func connectTo(port string) *redis.Client", `var redisAddr = ":6379"`, `"os"`, `const ringShard1Port = "6390"`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("rewritten main_test.go lacks %q:\n%s", want, s)
 		}

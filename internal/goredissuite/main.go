@@ -389,6 +389,10 @@ func runConfig(c config, testBin, redisBin, mod, work, outDir, tag string, focus
 		return nil, err
 	}
 	defer log.Close()
+	dead, err := freePort() // the MIGRATE spec's target: nothing listens there
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(testBin,
 		"-test.run", "^TestGinkgoSuite$",
 		"-test.timeout", (timeout + time.Minute).String(),
@@ -414,6 +418,7 @@ func runConfig(c config, testBin, redisBin, mod, work, outDir, tag string, focus
 	cmd.Env = append(os.Environ(),
 		"GOREDISSUITE_ADDRS="+strings.Join(addrs, ","),
 		"GOREDISSUITE_PROTOCOL="+strconv.Itoa(c.Protocol),
+		"GOREDISSUITE_DEAD_PORT="+strconv.Itoa(dead),
 		"REDIS_VERSION="+version,
 	)
 	cmd.Stdout, cmd.Stderr = log, log

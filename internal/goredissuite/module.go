@@ -116,6 +116,11 @@ func prepareModule(src, dst, repo string) (rewriteStats, error) {
 			data, st, err = rewriteMainFile(rel, data)
 		case filepath.Dir(rel) == "." && strings.HasSuffix(rel, "_test.go") && !slices.Contains(helperFiles, rel):
 			data, st, err = rewriteSpecFile(rel, data)
+			if err == nil && (st.Constructors == 0 || st.Types == 0) {
+				// Counted per file: a spec file the rewrite misses would run
+				// the plain client in redshard's configurations and pass.
+				err = fmt.Errorf("found %d redis.NewClient calls and %d *redis.Client types to replace, want at least one of each", st.Constructors, st.Types)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("rewrite %s: %w", rel, err)
