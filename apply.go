@@ -168,10 +168,10 @@ func (d *driver) run(ctx context.Context, doc json.RawMessage) error {
 		return err
 	}
 	switch {
-	case cur.InFlight() && !sameDoc(cur.Doc, doc):
+	case cur.InFlight() && !registry.SameDoc(cur.Doc, doc):
 		return fmt.Errorf("%w: the change to epoch %d is in its %s phase, to another config; apply that config to finish it first",
 			ErrHandoffInProgress, cur.Epoch, cur.Phase)
-	case !cur.InFlight() && sameDoc(cur.Doc, doc):
+	case !cur.InFlight() && registry.SameDoc(cur.Doc, doc):
 		d.rep.Unchanged = d.rep.From != (registry.Version{})
 	case !cur.InFlight():
 		// The fleet must be on cur before it may prepare the next.
@@ -358,15 +358,4 @@ func fleetChangeID(cur registry.Config, doc json.RawMessage) string {
 	_, _ = h.Write(doc)
 	var b [8]byte
 	return hex.EncodeToString(h.Sum(b[:0]))
-}
-
-// sameDoc reports whether two documents are the same JSON value.
-func sameDoc(a, b json.RawMessage) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	ja, _ := json.Marshal(x)
-	jb, _ := json.Marshal(y)
-	return string(ja) == string(jb)
 }

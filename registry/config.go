@@ -192,7 +192,7 @@ func CheckTransition(prev, next Config) error {
 	}
 	sameChange := func() bool {
 		return next.Epoch == prev.Epoch && next.PrevEpoch == prev.PrevEpoch &&
-			sameJSON(next.Doc, prev.Doc) && sameJSON(next.PrevDoc, prev.PrevDoc) &&
+			SameDoc(next.Doc, prev.Doc) && SameDoc(next.PrevDoc, prev.PrevDoc) &&
 			next.Change == prev.Change
 	}
 	switch {
@@ -201,7 +201,7 @@ func CheckTransition(prev, next Config) error {
 			return bad("the first config must be stable with an epoch of at least 1")
 		}
 	case prev.Phase == Stable:
-		if next.Phase != Prepare || next.Epoch != prev.Epoch+1 || next.PrevEpoch != prev.Epoch || !sameJSON(next.PrevDoc, prev.Doc) {
+		if next.Phase != Prepare || next.Epoch != prev.Epoch+1 || next.PrevEpoch != prev.Epoch || !SameDoc(next.PrevDoc, prev.Doc) {
 			return bad("a change starts with prepare at the next epoch, from the stable document")
 		}
 	case prev.Phase == Prepare && next.Phase == Migrate, prev.Phase == Migrate && next.Phase == Commit:
@@ -209,11 +209,11 @@ func CheckTransition(prev, next Config) error {
 			return bad("a phase of the same change must keep its epoch, documents and change id")
 		}
 	case prev.Phase == Commit && next.Phase == Stable:
-		if next.Epoch != prev.Epoch || !sameJSON(next.Doc, prev.Doc) {
+		if next.Epoch != prev.Epoch || !SameDoc(next.Doc, prev.Doc) {
 			return bad("a change ends stable at its epoch with its document")
 		}
 	case prev.Phase == Prepare && next.Phase == Stable:
-		if next.Epoch != prev.Epoch+1 || !sameJSON(next.Doc, prev.PrevDoc) {
+		if next.Epoch != prev.Epoch+1 || !SameDoc(next.Doc, prev.PrevDoc) {
 			return bad("an abort is stable at the next epoch with the previous document")
 		}
 	default:
@@ -227,16 +227,21 @@ func isObject(doc json.RawMessage) bool {
 	return len(d) > 0 && d[0] == '{' && json.Valid(doc)
 }
 
-// sameJSON compares two JSON documents byte for byte after compaction.
-func sameJSON(a, b json.RawMessage) bool {
+// SameDoc reports whether two documents are the same JSON value: the same
+// config whatever their spacing and the order of their object keys. Two
+// empty documents are the same; an empty and a non-empty one, or one that
+// is not JSON, are not.
+func SameDoc(a, b json.RawMessage) bool {
 	if len(a) == 0 || len(b) == 0 {
 		return len(a) == len(b)
 	}
-	var ca, cb bytes.Buffer
-	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
 		return false
 	}
-	return bytes.Equal(ca.Bytes(), cb.Bytes())
+	ja, _ := json.Marshal(x) // maps marshal with sorted keys
+	jb, _ := json.Marshal(y)
+	return bytes.Equal(ja, jb)
 }
 
 // Encode returns c as the registry stores it (compact JSON). It fails for a

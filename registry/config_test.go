@@ -222,3 +222,21 @@ func TestDecode(t *testing.T) {
 		t.Fatalf("EncodeMember without an ID: %v", err)
 	}
 }
+
+func TestSameDoc(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{`{"shards":[{"name":"a","addr":"h:1"}],"vnodes_per_weight":8}`, `{ "vnodes_per_weight": 8, "shards": [ {"addr": "h:1", "name": "a"} ] }`, true},
+		{`{"shards":[{"name":"a"},{"name":"b"}]}`, `{"shards":[{"name":"b"},{"name":"a"}]}`, false}, // arrays keep their order
+		{`{"a":1}`, `{"a":2}`, false},
+		{``, ``, true},
+		{``, `{}`, false},
+		{`{"a":`, `{"a":`, false},
+	} {
+		if got := registry.SameDoc(json.RawMessage(tc.a), json.RawMessage(tc.b)); got != tc.want {
+			t.Errorf("SameDoc(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

@@ -163,11 +163,11 @@ func writeApplyPlan(w io.Writer, cur registry.Config, doc json.RawMessage, vnode
 		}
 		writeShares(w, r, to)
 		return false, nil
-	case cur.InFlight() && !sameDoc(cur.Doc, doc):
+	case cur.InFlight() && !registry.SameDoc(cur.Doc, doc):
 		return true, fmt.Errorf("a change to another config is in flight: epoch %d, phase %s, driven by %s since %s; "+
 			"apply that config to finish it first (redshard status shows it; going back is another apply afterwards)",
 			cur.Epoch, cur.Phase, cur.Driver, cur.Since.UTC().Format(time.RFC3339))
-	case !cur.InFlight() && sameDoc(cur.Doc, doc):
+	case !cur.InFlight() && registry.SameDoc(cur.Doc, doc):
 		fmt.Fprintf(w, "nothing to do: the registry already holds this config (%s)\n", cur.Version())
 		return true, nil
 	}

@@ -52,15 +52,3 @@ func decodeRingDoc(doc json.RawMessage) ([]redshard.Shard, int, error) {
 	slices.SortFunc(shards, func(a, b redshard.Shard) int { return cmp.Compare(a.Name, b.Name) })
 	return shards, d.VnodesPerWeight, nil
 }
-
-// sameDoc reports whether two documents are the same JSON value, as
-// redshard.Apply compares them.
-func sameDoc(a, b json.RawMessage) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	ja, _ := json.Marshal(x)
-	jb, _ := json.Marshal(y)
-	return string(ja) == string(jb)
-}
