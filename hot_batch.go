@@ -24,14 +24,17 @@ func (h *hotPath) mget(ctx context.Context, c *Client, top *topology, cmd redis.
 		return false, nil
 	}
 	args := cmd.Args()
-	var hot []int // positions in keys
+	var hot []int // positions in keys of hot keys on shards that are up
 	for j, k := range keys {
-		if h.det.IsHot(command.Arg(args[k])) {
+		key := command.Arg(args[k])
+		// A hot key on a down shard is sent with the rest: the down
+		// shard's error, or its stand-in.
+		if h.det.IsHot(key) && !top.shards[top.ring.LookupIndex(key)].down.Load() {
 			hot = append(hot, j)
 		}
 	}
 	if len(hot) == 0 {
-		return false, nil
+		return false, nil // also for the rest below: it goes its usual way
 	}
 	vals := make([]interface{}, len(keys))
 	isHot := make([]bool, len(keys))
@@ -41,9 +44,6 @@ func (h *hotPath) mget(ctx context.Context, c *Client, top *topology, cmd redis.
 	for _, j := range hot {
 		key := command.Arg(args[keys[j]])
 		s := top.shards[top.ring.LookupIndex(key)]
-		if s.down.Load() {
-			continue // sent with the rest: the down shard's error, or its stand-in
-		}
 		isHot[j] = true
 		h.det.Observe(key)
 		get := redis.NewStringCmd(ctx, "get", key)
@@ -73,7 +73,16 @@ func (h *hotPath) mget(ctx context.Context, c *Client, top *topology, cmd redis.
 			_ = h.cachedRead(ctx, top, missShard[i], misses[i].Args()[1].(string), misses[i])
 			return
 		}
-		_ = c.process(ctx, rest)
+		// On top, which the caller counts in flight: entering again could
+		// route it on a newer ring whose first move waits for this very
+		// command. Its error is stored here, as go-redis would.
+		info, restKeys, err := command.Lookup(rest.Args(), nil)
+		if err == nil {
+			err = c.routeOther(ctx, top, rest, info, restKeys, nil, false)
+		}
+		if err != nil && rest.Err() == nil {
+			rest.SetErr(err)
+		}
 	})
 	for i, get := range misses {
 		if err := get.Err(); err != nil && err != redis.Nil && !isWrongType(err) {

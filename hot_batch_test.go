@@ -1,8 +1,10 @@
 package redshard_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/redshard/redshard"
 )
@@ -85,4 +87,69 @@ func atoi(s string) int {
 		n = n*10 + int(c-'0')
 	}
 	return n
+}
+
+// TestHotMGetDuringMembershipChanges: MGETs with a cached hot key while the
+// ring grows and shrinks return every existing key, or an error, never a
+// nil for a key that exists (the cold keys' part used to be routed as a new
+// command: on a newer ring its error was dropped, and its first move waited
+// for the MGET itself).
+func TestHotMGetDuringMembershipChanges(t *testing.T) {
+	hc := newHotCluster(t, 3, redshard.HotKeyOptions{Mitigation: redshard.LocalCache}, nil)
+	c := hc.c
+	keys := []string{"celebrity"}
+	for i := 0; i < 200; i++ {
+		keys = append(keys, fmt.Sprint("cold:", i))
+	}
+	for _, k := range keys {
+		c.Set(ctx, k, "v:"+k, 0)
+	}
+	hotWarm(t, c, "celebrity")
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	var mgets int
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			vals, err := c.MGet(mctx, keys...).Result()
+			cancel()
+			mgets++
+			if err != nil {
+				done <- fmt.Errorf("MGET %d: %w", mgets, err)
+				return
+			}
+			for i, v := range vals {
+				if v != "v:"+keys[i] {
+					done <- fmt.Errorf("MGET %d: %s = %v, want v:%s", mgets, keys[i], v, keys[i])
+					return
+				}
+			}
+		}
+	}()
+	base := append([]redshard.Shard(nil), hc.shards...)
+	for round := 0; round < 3; round++ {
+		grown := hc.addShard(t, fmt.Sprint("extra-", round), 1)
+		for _, shards := range [][]redshard.Shard{grown, base} {
+			if err := c.SetShards(ctx, shards); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Rebalance(ctx, redshard.RebalanceOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		hc.shards = base
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if mgets == 0 {
+		t.Fatal("no MGET ran")
+	}
 }
