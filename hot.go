@@ -263,18 +263,31 @@ func (h *hotPath) process(ctx context.Context, top *topology, info command.Info,
 }
 
 // written is told about every write that went through a path other than
-// process (split commands, pipelines, transactions, Watch), after it ran.
-// Its keys' cached replies and split copies are gone when it returns. A
-// write with no key (FLUSHDB, FLUSHALL fanned out) drops everything.
+// process (split commands, pipelines, transactions, Watch, a one-shard
+// ring's commands sent as they are), after it ran. Its keys' cached replies
+// and split copies are gone when it returns. A write that names no key but
+// may write some drops everything (see writesUnnamedKeys).
 func (h *hotPath) written(_ *topology, info command.Info, args []interface{}, keys []int) {
 	if len(keys) == 0 {
-		if info.Class == command.Fanout && info.Flags&command.Write != 0 {
+		if writesUnnamedKeys(info) {
 			h.invalidateAll()
 		}
 		return
 	}
 	h.observe(args, keys)
 	h.invalidate(args, keys)
+}
+
+// writesUnnamedKeys reports whether a command that names no key may still
+// write keys: a keyless write (FLUSHDB, SWAPDB), or, as a one-shard ring
+// sends them as they are, a script with no declared key or a command the
+// table does not know (or cannot parse). Connection and server commands
+// that write no key (PING, CONFIG SET, CLIENT SETNAME) do not.
+func writesUnnamedKeys(info command.Info) bool {
+	if info.Class == command.Keyed || info.Class == command.Unknown {
+		return mayWrite(info)
+	}
+	return info.Flags&command.Write != 0
 }
 
 // observe counts the keys of a command that does not go through process

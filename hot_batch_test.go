@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redshard/redshard"
 )
 
@@ -151,5 +153,39 @@ func TestHotMGetDuringMembershipChanges(t *testing.T) {
 	}
 	if mgets == 0 {
 		t.Fatal("no MGET ran")
+	}
+}
+
+// TestHotOneShardKeylessWriteEvicts: on a one-shard ring a script that
+// declares no key is sent as it is and may write any key, so the cached
+// replies are dropped, whether it is sent alone, in a pipeline or in a
+// transaction: the next read sees its write.
+func TestHotOneShardKeylessWriteEvicts(t *testing.T) {
+	const script = "return redis.call('set', 'celebrity', ARGV[1])"
+	for _, how := range []string{"alone", "pipeline", "transaction"} {
+		t.Run(how, func(t *testing.T) {
+			hc := newHotCluster(t, 1, redshard.HotKeyOptions{Mitigation: redshard.LocalCache, MaxStaleness: time.Hour}, nil)
+			c := hc.c
+			c.Set(ctx, "celebrity", "v1", 0)
+			hotWarm(t, c, "celebrity")
+			if v := c.Get(ctx, "celebrity").Val(); v != "v1" { // cached now
+				t.Fatalf("GET = %q", v)
+			}
+			var err error
+			switch how {
+			case "alone":
+				err = c.Eval(ctx, script, nil, "v2").Err()
+			case "pipeline":
+				_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error { p.Eval(ctx, script, nil, "v2"); return nil })
+			case "transaction":
+				_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error { p.Eval(ctx, script, nil, "v2"); return nil })
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := c.Get(ctx, "celebrity").Val(); v != "v2" {
+				t.Fatalf("GET after a keyless EVAL (%s) = %q, want v2", how, v)
+			}
+		})
 	}
 }

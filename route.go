@@ -211,8 +211,8 @@ func (c *Client) processSingle(ctx context.Context, top *topology, info command.
 		return err
 	}
 	err := s.client.Process(ctx, cmd)
-	if c.hot != nil && mayWrite(info) && (info.Class != command.NotSharded || info.Flags&command.Write != 0) {
-		c.hot.invalidateAll()
+	if c.hot != nil && mayWrite(info) {
+		c.hot.written(top, info, cmd.Args(), nil)
 	}
 	return err
 }
