@@ -50,8 +50,8 @@ var (
 // carry it (one link per shard and kind of connection), and merges what
 // the links receive. Replies go out in the order of the commands, as from
 // one server: a subscription's confirmation waits until every shard it
-// needs has confirmed it, or one of them failed (then it comes late, when
-// that shard is back). Messages go out as they arrive, once the front has
+// needs has confirmed it, or one of them failed (then at once if another
+// has confirmed it, else late, when that shard is back). Messages go out as they arrive, once the front has
 // been told of their subscription. It is safe for concurrent use.
 type mux struct {
 	c      *Client
@@ -557,7 +557,9 @@ func (m *mux) unwait(st *subscription, l *link) {
 		return
 	}
 	delete(st.waiting, l)
-	if len(st.waiting) == 0 && st.late && m.subs[st.kind][st.name] == st {
+	// Owed once it waits for nothing, or (a shard of several failed) once
+	// another has confirmed it.
+	if st.late && len(st.waiting) < len(st.targets) && m.subs[st.kind][st.name] == st {
 		st.late = false
 		m.replies = append(m.replies, muxReply{op: replySub, kind: st.kind, name: st.name, sub: st})
 	}
@@ -578,7 +580,12 @@ loop:
 			m.out = append(m.out, r.frame...)
 		case replySub:
 			st := r.sub
-			if m.subs[r.kind][r.name] == st && len(st.waiting) > 0 {
+			// A shard it waits for failed (the front was told): confirmed
+			// now if it is on some shard already (a pattern, a channel
+			// with two owners during a change), so that the messages of
+			// the shards that are up are not held, and dropped past
+			// maxHeld, meanwhile; else once that shard is back.
+			if m.subs[r.kind][r.name] == st && len(st.waiting) > 0 && (!st.failed || len(st.waiting) == len(st.targets)) {
 				if !st.failed {
 					break loop
 				}

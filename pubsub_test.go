@@ -378,3 +378,40 @@ func TestPubSubAfterClose(t *testing.T) {
 		t.Fatalf("Receive: %v, want redis.ErrClosed", err)
 	}
 }
+
+// A pattern subscribed while one shard is down is confirmed once the shards
+// that are up have it, and their messages arrive meanwhile (they used to be
+// held until the down shard was back, and dropped past 1024).
+func TestPubSubPatternWhileShardDown(t *testing.T) {
+	cl := newCluster(t, 1, 1)
+	a, _ := cl.twoShardKeys(t) // a lives on shard-0
+	cl.mini["shard-1"].Close()
+	ps := cl.c.PSubscribe(ctx, "*")
+	defer ps.Close()
+	confirmed := false
+	for !confirmed {
+		msg, err := ps.ReceiveTimeout(ctx, 10*time.Second)
+		switch {
+		case err != nil && strings.Contains(err.Error(), "shard-1"):
+		case err != nil:
+			t.Fatal(err)
+		default:
+			if sub, ok := msg.(*redis.Subscription); !ok || sub.Kind != "psubscribe" || sub.Count != 1 {
+				t.Fatalf("got %#v, want the pattern's confirmation", msg)
+			}
+			confirmed = true
+		}
+	}
+	for i := 0; i < 3; i++ {
+		if n, err := cl.c.Publish(ctx, a, fmt.Sprint("m", i)).Result(); err != nil || n != 1 {
+			t.Fatalf("PUBLISH on the shard that is up: %d, %v", n, err)
+		}
+		msg, err := ps.ReceiveTimeout(ctx, 5*time.Second)
+		for err != nil && strings.Contains(err.Error(), "shard-1") { // reconnect attempts
+			msg, err = ps.ReceiveTimeout(ctx, 5*time.Second)
+		}
+		if m, ok := msg.(*redis.Message); err != nil || !ok || m.Payload != fmt.Sprint("m", i) {
+			t.Fatalf("message %d: %#v, %v", i, msg, err)
+		}
+	}
+}
