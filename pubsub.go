@@ -109,7 +109,7 @@ func (c *Client) followRing() {
 	for {
 		select {
 		case <-c.flights.ctx.Done():
-			_ = h.front.Close() // closes the muxes it holds; theirs contexts are done already
+			_ = h.front.Close() // closes the muxes it holds; their contexts are done already
 			return
 		case <-tick.C:
 		}
@@ -141,6 +141,10 @@ func (c *Client) newMux() (net.Conn, error) {
 	h.mu.Lock()
 	h.muxes[m] = struct{}{}
 	h.mu.Unlock()
+	// A ring stored between newMux's read and the registration above was
+	// rerouted without this mux: place it on the newest one (nothing to do
+	// when it is the same).
+	m.reroute(c.top.Load())
 	context.AfterFunc(m.ctx, func() {
 		m.shutdown(errMuxClosed)
 		h.mu.Lock()
