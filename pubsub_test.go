@@ -415,3 +415,64 @@ func TestPubSubPatternWhileShardDown(t *testing.T) {
 		}
 	}
 }
+
+// Subscribe returns once every shard has the subscription, as one server
+// has it once SUBSCRIBE is written: a PUBLISH right after it, before any
+// Receive, reaches the subscriber on every shard.
+func TestPubSubPublishRightAfterSubscribe(t *testing.T) {
+	cl := newCluster(t, 1, 1, 1, 1)
+	var channels []string
+	for i := range 4 {
+		channels = append(channels, cl.keysOn(t, fmt.Sprintf("shard-%d", i), "ch", 1)[0])
+	}
+	for round := 0; round < 5; round++ {
+		ps := cl.c.Subscribe(ctx, channels...)
+		for _, ch := range channels {
+			if n, err := cl.c.Publish(ctx, ch, "x").Result(); err != nil || n != 1 {
+				t.Fatalf("round %d: PUBLISH %s right after Subscribe reached %d subscribers (%v), want 1", round, ch, n, err)
+			}
+		}
+		ps.Close()
+	}
+}
+
+// Messages a shard sent before an UNSUBSCRIBE reach the PubSub before its
+// confirmation, as on one connection.
+func TestPubSubMessagesBeforeUnsubscribe(t *testing.T) {
+	cl := newCluster(t, 1, 1)
+	a, b := cl.twoShardKeys(t)
+	ps := cl.c.Subscribe(ctx, a, b)
+	defer ps.Close()
+	for range 2 {
+		if _, err := ps.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 200
+	for i := 0; i < n; i++ {
+		cl.c.Publish(ctx, a, fmt.Sprint(i))
+		cl.c.Publish(ctx, b, fmt.Sprint(i))
+	}
+	if err := ps.Unsubscribe(ctx, a, b); err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for unsubs := 0; unsubs < 2; {
+		msg, err := ps.ReceiveTimeout(ctx, 5*time.Second)
+		if err != nil {
+			t.Fatalf("after %d messages: %v", got, err)
+		}
+		switch msg := msg.(type) {
+		case *redis.Message:
+			if unsubs > 0 {
+				t.Fatalf("message %q after an unsubscribe confirmation", msg.Payload)
+			}
+			got++
+		case *redis.Subscription:
+			unsubs++
+		}
+	}
+	if got != 2*n {
+		t.Fatalf("%d messages before the unsubscribe confirmations, want %d", got, 2*n)
+	}
+}
