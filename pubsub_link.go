@@ -40,6 +40,7 @@ type link struct {
 	sent    uint64                       // the last sync token issued
 	acked   uint64                       // the last sync token the shard answered
 	resync  bool                         // send a token covering everything (after a failure)
+	barrier bool                         // send a token, with or without changes (mux.drain)
 	failing bool                         // the front was told of a failure since the last PONG
 	rename  bool                         // give the connection the mux's name first
 }
@@ -143,17 +144,17 @@ func (l *link) take() ([]linkOp, uint64, *string, bool) {
 	m := l.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(l.ops) == 0 && !l.resync && !l.rename {
+	if len(l.ops) == 0 && !l.resync && !l.rename && !l.barrier {
 		return nil, 0, nil, false
 	}
 	var name *string
 	// After a failure go-redis reconnected and resubscribed: a RESP3
 	// connection takes a name in subscribed mode, a RESP2 one refuses it.
-	if l.rename || l.resync && m.name != "" && m.resp3 {
+	if l.rename || l.resync && m.name != "" && l.key.b.client.Options().Protocol != 2 {
 		name = new(string)
 		*name = m.name
 	}
-	l.rename = false
+	l.rename, l.barrier = false, false
 	ops := l.ops
 	l.ops = nil
 	l.sent++

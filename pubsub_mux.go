@@ -261,7 +261,7 @@ func (m *mux) drain() {
 		if l.failing {
 			continue
 		}
-		l.resync = true
+		l.barrier = true
 		want[l] = l.sent + 1
 		l.signal()
 	}
