@@ -359,15 +359,6 @@ func (fl *fleet) checkKeysFree(ctx context.Context, keys []string) error {
 	return nil
 }
 
-// deleteKeys deletes keys from every shard (those a run may add included).
-// With internal, it also deletes the keys redshard's client stored about
-// them (under redshard.InternalKeyPrefix): the split copies of them
-// (redshard.SplitCopyPrefix + client tag + ":" + key), which would
-// otherwise expire within MaxStaleness, and the settled sets of a
-// membership change (hashes whose fields are key names), which would
-// otherwise stay for days, but only a set whose every field is one of keys:
-// a set that names another key records someone else's change. No other
-// key is touched.
 // serverCPU returns the CPU time (used_cpu_user + used_cpu_sys of INFO
 // cpu) the real shards have used since they started, or -1 with embedded
 // shards (their CPU is the process's) or when a shard does not say.
@@ -378,18 +369,13 @@ func (fl *fleet) serverCPU(ctx context.Context) time.Duration {
 	var total time.Duration
 	for _, s := range append(fl.shards(), fl.extra...) {
 		c := redis.NewClient(fl.shardOptions(s))
-		info, err := c.Info(ctx, "cpu").Result()
+		info, err := c.InfoMap(ctx, "cpu").Result()
 		_ = c.Close()
 		if err != nil {
 			return -1
 		}
-		for _, field := range []string{"used_cpu_user:", "used_cpu_sys:"} {
-			_, rest, ok := strings.Cut(info, field)
-			if !ok {
-				return -1
-			}
-			line, _, _ := strings.Cut(rest, "\r\n")
-			sec, err := strconv.ParseFloat(strings.TrimSpace(line), 64)
+		for _, field := range []string{"used_cpu_user", "used_cpu_sys"} {
+			sec, err := strconv.ParseFloat(info["CPU"][field], 64)
 			if err != nil {
 				return -1
 			}
@@ -399,6 +385,15 @@ func (fl *fleet) serverCPU(ctx context.Context) time.Duration {
 	return total
 }
 
+// deleteKeys deletes keys from every shard (those a run may add included).
+// With internal, it also deletes the keys redshard's client stored about
+// them (under redshard.InternalKeyPrefix): the split copies of them
+// (redshard.SplitCopyPrefix + client tag + ":" + key), which would
+// otherwise expire within MaxStaleness, and the settled sets of a
+// membership change (hashes whose fields are key names), which would
+// otherwise stay for days, but only a set whose every field is one of keys:
+// a set that names another key records someone else's change. No other
+// key is touched.
 func (fl *fleet) deleteKeys(ctx context.Context, keys []string, internal bool) error {
 	ours := make(map[string]bool, len(keys))
 	for _, k := range keys {

@@ -211,6 +211,8 @@ func TestApplyFirstConfigThenChange(t *testing.T) {
 func TestApplyAsks(t *testing.T) {
 	f := startTestFleet(t, "a")
 	cfg := f.config(t, "a")
+	saved := confirmInput
+	t.Cleanup(func() { confirmInput = saved })
 	for _, answer := range []string{"", "n\n", "no\n", "later\n"} {
 		confirmInput = strings.NewReader(answer)
 		code, _, errOut := runCmd(t, "apply", "--registry", f.url, "--config", cfg)
@@ -222,7 +224,6 @@ func TestApplyAsks(t *testing.T) {
 		t.Fatalf("refused applies published %s, %v", cur.Version(), err)
 	}
 	confirmInput = strings.NewReader("Y\n")
-	t.Cleanup(func() { confirmInput = nil })
 	if code, out, errOut := runCmd(t, "apply", "--registry", f.url, "--config", cfg); code != exitOK || !strings.Contains(out, "applied") {
 		t.Errorf("answer y: exit %d\n%s\n%s", code, out, errOut)
 	}
