@@ -324,9 +324,79 @@ func TestOptionsAutoPipelineUnbatched(t *testing.T) {
 	if n, _ := cl.c.Get(ctx, "{w}n").Int(); n != 1 {
 		t.Fatalf("{w}n = %d after Watch", n)
 	}
-	// WithTimeout's timeout is applied: the command is not queued.
-	if err := cl.c.WithTimeout(time.Second).Set(ctx, "t", "1", 0).Err(); err != nil {
+	// WithTimeout's timeout is applied: the command is sent alone, on the
+	// caller's context, not in a batch (which runs on the AutoPipeliner's).
+	ch := &callerCtxHook{}
+	cl.c.AddHook(ch)
+	mark := context.WithValue(ctx, callerMark{}, true)
+	if err := cl.c.WithTimeout(time.Second).Set(mark, "t", "1", 0).Err(); err != nil {
 		t.Fatal(err)
+	}
+	if n := ch.caller.Load(); n != 1 {
+		t.Fatalf("WithTimeout SET: sent on the caller's context %d times, want 1", n)
+	}
+	if err := cl.c.Set(mark, "t", "2", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n := ch.caller.Load(); n != 1 {
+		t.Fatalf("plain SET: sent on the caller's context (%d), want in a batch", n)
+	}
+}
+
+// With ContextTimeoutEnabled, a command whose context has a deadline is
+// sent alone, on the caller's context (the deadline bounds its I/O); one
+// without rides a batch, which runs on the AutoPipeliner's context. (A lone
+// batched command is Processed too, so what tells them apart is the
+// context the shard's hook sees.)
+func TestOptionsAutoPipelineDeadlineUnbatched(t *testing.T) {
+	cl := newClusterWith(t, func(o *redshard.Options) {
+		o.AutoPipeline = true
+		o.ShardOptions = &redis.Options{ContextTimeoutEnabled: true}
+	}, 1, 1)
+	h := &callerCtxHook{}
+	cl.c.AddHook(h)
+	mark := context.WithValue(ctx, callerMark{}, true)
+	dctx, cancel := context.WithTimeout(mark, time.Minute)
+	defer cancel()
+	for _, tc := range []struct {
+		name   string
+		ctx    context.Context
+		caller int64
+	}{{"with a deadline", dctx, 1}, {"without", mark, 0}} {
+		before := h.caller.Load()
+		if err := cl.c.Set(tc.ctx, "k", "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if n := h.caller.Load() - before; n != tc.caller {
+			t.Errorf("SET %s: sent on the caller's context %d times, want %d", tc.name, n, tc.caller)
+		}
+	}
+}
+
+type callerMark struct{}
+
+// callerCtxHook counts the SETs a shard gets on a context that carries
+// callerMark: the caller's own, not a batch's.
+type callerCtxHook struct{ caller atomic.Int64 }
+
+func (h *callerCtxHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *callerCtxHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.saw(ctx, cmd)
+		return next(ctx, cmd)
+	}
+}
+func (h *callerCtxHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			h.saw(ctx, cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+func (h *callerCtxHook) saw(ctx context.Context, cmd redis.Cmder) {
+	if cmd.Name() == "set" && ctx.Value(callerMark{}) != nil {
+		h.caller.Add(1)
 	}
 }
 
