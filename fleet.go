@@ -33,7 +33,8 @@ import (
 //	         nothing reaches a moved key's previous owner after its take.
 //	Migrate  route by Doc, with handoff from PrevDoc (SetShards' protocol).
 //	Commit   route by Doc; the handoff stays (its settled sets refuse late
-//	         moves of Migrate processes) but starts no new move.
+//	         moves of Migrate processes) but starts no new move, and the
+//	         moves still running end before Commit is acknowledged.
 //	Stable   (the next) route by Doc; the change's settled sets are deleted
 //	         and the removed servers' clients closed.
 //
@@ -478,10 +479,13 @@ func (c *Client) buildFleet(old *topology, prev, cfg registry.Config, ttl time.D
 			released: make(chan struct{}), timeout: 2*ttl + 4*beaconFresh}
 	case registry.Migrate, registry.Commit:
 		if sameChange && prev.Phase == registry.Migrate && old.handoff != nil {
-			// Commit after Migrate: the same routing, no new move.
+			// Commit after Migrate: the same routing, no new move. The
+			// moves already running end before Commit is acknowledged:
+			// once it is, Stable may come and the settled sets that
+			// refuse a late settle be deleted.
 			cp := *old
 			cp.handoff.committed.Store(true)
-			return &cp, func() {}, nil
+			return &cp, cp.handoff.closeMoves, nil
 		}
 		from := old
 		if !(sameChange && prev.Phase == registry.Prepare) {
