@@ -333,6 +333,26 @@ func (f *follower) heartbeat() bool {
 	return true
 }
 
+// moveDeadline is when a move of this process must have sent its last
+// step: when the process fences itself. Past it the fleet may drop the
+// process and finish the change without it, deleting the settled sets
+// that would refuse a late settle; the fence margin is left for a step on
+// its way to land.
+func (f *follower) moveDeadline() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sentOK.Add(f.ttl * (100 - fenceMargin) / 100)
+}
+
+// moveContext bounds a move (handoff or Rebalance) by moveDeadline in a
+// fleet process.
+func (c *Client) moveContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.fleet == nil {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, c.fleet.moveDeadline())
+}
+
 // catchUp reads the registry's config and applies it; it reports whether
 // the client now follows it.
 func (f *follower) catchUp() bool {

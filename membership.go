@@ -301,6 +301,8 @@ func (c *Client) moveOne(ctx context.Context, h *handoff, from, to *shard, key s
 			return nil, nil // the change is over: the key is on its owner
 		}
 		defer h.leaveMove()
+		mctx, cancel := c.moveContext(mctx)
+		defer cancel()
 		if from.down.Load() {
 			return nil, c.settleWithoutPrevious(mctx, h, from, to, key)
 		}

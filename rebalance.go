@@ -309,8 +309,10 @@ func (rb *rebalancer) moveBatch(ctx context.Context, src *shard, keys []string) 
 			}
 			defer h.leaveMove()
 		}
+		mctx, cancel := rb.c.moveContext(ctx)
+		defer cancel()
 		var err error
-		res, err = moveKeys(ctx, src.client, move, rb.settled, func(k string) *redis.Client {
+		res, err = moveKeys(mctx, src.client, move, rb.settled, func(k string) *redis.Client {
 			return rb.top.shards[rb.top.ring.LookupIndex(k)].client
 		})
 		if err != nil {
