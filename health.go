@@ -106,6 +106,7 @@ func (m *monitor) run() {
 		case <-m.stop:
 			return
 		case <-t.C:
+			m.c.beats.Add(1)
 			m.tick()
 		}
 	}

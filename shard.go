@@ -31,6 +31,13 @@ type backend struct {
 	ap         *redis.AutoPipeliner
 	ctxTimeout bool
 
+	// peekClock is the clock of the command connections' peekGates: the
+	// client's heartbeat ticks, or nil (every pooled connection is checked
+	// before use, as go-redis does) when there are no heartbeats or the
+	// client does not retry a command whose connection turns out closed.
+	// Set by newBackend.
+	peekClock *atomic.Uint32
+
 	down    atomic.Bool                    // set by the health monitor
 	downErr atomic.Pointer[shardDownError] // what commands get while down, built once per outage
 	outage  outage                         // keys written to stand-ins while down (Failover)
@@ -73,6 +80,9 @@ func (c *Client) newBackend(s Shard) *backend {
 	b.client.AddHook(failFast{b})
 	b.ap = c.shardAutoPipeliner(b.client)
 	b.ctxTimeout = b.client.Options().ContextTimeoutEnabled
+	if !c.cfg.health.Disable && b.client.Options().MaxRetries > 0 {
+		b.peekClock = &c.beats
+	}
 	return b
 }
 
@@ -105,12 +115,15 @@ func (f failFast) DialHook(next redis.DialHook) redis.DialHook {
 		if err != nil {
 			return nil, err
 		}
-		return f.b.conns.track(conn), nil
+		return f.b.conns.track(conn, f.b.peekClock), nil
 	}
 }
 
 func (f failFast) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.NoRetry() {
+			defer f.b.conns.checkAll()()
+		}
 		err := next(ctx, cmd)
 		if err != nil && f.b.down.Load() && !isRedisError(err) && err != redis.Nil {
 			err = f.b.downError()
@@ -122,6 +135,9 @@ func (f failFast) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (f failFast) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if isTx(cmds) { // go-redis does not run a transaction again
+			defer f.b.conns.checkAll()()
+		}
 		err := next(ctx, cmds)
 		if err != nil && f.b.down.Load() {
 			down := f.b.downError()
@@ -143,10 +159,46 @@ func (f failFast) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 type connSet struct {
 	mu    sync.Mutex
 	conns map[*notifyConn]struct{} // guarded by mu
+
+	// exact counts the commands running that go-redis would not run
+	// again on a new connection (transactions, NoRetry commands, Watch):
+	// while any does, the set's peekGates let every check run, so such a
+	// command never gets a connection the server closed unseen.
+	exact atomic.Int32
 }
 
-// track returns conn wrapped so that it leaves the set when closed.
-func (s *connSet) track(conn net.Conn) net.Conn {
+// checkedHook makes every command it sees take a checked connection
+// (connSet.checkAll).
+type checkedHook struct{ s *connSet }
+
+func (h checkedHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h checkedHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		defer h.s.checkAll()()
+		return next(ctx, cmd)
+	}
+}
+
+func (h checkedHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		defer h.s.checkAll()()
+		return next(ctx, cmds)
+	}
+}
+
+// checkAll makes the set's connections' health checks run until the
+// returned func is called.
+func (s *connSet) checkAll() func() {
+	s.exact.Add(1)
+	return func() { s.exact.Add(-1) }
+}
+
+// track returns conn wrapped so that it leaves the set when closed. A
+// connection with a file descriptor keeps go-redis's health check of
+// pooled connections, through a peekGate on clock (nil: every check
+// runs, as in go-redis).
+func (s *connSet) track(conn net.Conn, clock *atomic.Uint32) net.Conn {
 	nc := &notifyConn{Conn: conn}
 	nc.onClose = func() {
 		s.mu.Lock()
@@ -159,8 +211,10 @@ func (s *connSet) track(conn net.Conn) net.Conn {
 	}
 	s.conns[nc] = struct{}{}
 	s.mu.Unlock()
-	if _, ok := conn.(syscall.Conn); ok {
-		return &notifySysConn{nc} // keep go-redis's health check of idle connections working
+	if sc, ok := conn.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			return newNotifySysConn(nc, raw, clock, &s.exact)
+		}
 	}
 	return nc
 }

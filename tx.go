@@ -54,6 +54,9 @@ func (c *Client) watch(ctx context.Context, fn func(*redis.Tx) error, keys ...st
 	if err := c.handOffAll(ctx, top, keys); err != nil {
 		return err
 	}
+	// The transaction's connection is taken checked: go-redis does not
+	// run a Watch again on a new one.
+	defer top.shards[i].conns.checkAll()()
 	return top.shards[i].client.Watch(ctx, func(tx *redis.Tx) error {
 		tx.AddHook(txGuard{c: c, top: top, shard: i, key: first})
 		return fn(tx)
@@ -160,7 +163,11 @@ func (g txGuard) written(cmd redis.Cmder) {
 // when done, as with go-redis.
 func (c *Client) Conn() *redis.Conn {
 	if top := c.top.Load(); !c.closed.Load() && len(top.shards) == 1 && top.settled() && c.hot == nil {
-		return top.shards[0].client.Conn()
+		conn := top.shards[0].client.Conn()
+		// Its connection is taken checked: go-redis does not retry a
+		// Conn's command on another connection.
+		conn.AddHook(checkedHook{&top.shards[0].conns})
+		return conn
 	}
 	return c.Client.Conn()
 }
