@@ -1,0 +1,102 @@
+//go:build unix
+
+package integration_test
+
+import (
+	"context"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/internal/redistest"
+)
+
+// BenchmarkRealGet measures the client's CPU per GET against four real
+// redis-servers, for redshard and for go-redis's Ring over the same
+// servers, 64 goroutines each (as `redshard bench` runs). Besides ns/op
+// (wall time, which on a shared machine moves with everything else) it
+// reports the process's CPU time per operation, user and system, read
+// from getrusage: the servers are other processes, so it is the client's
+// own cost, and it moves far less with load than throughput does. Run the
+// systems interleaved and compare medians:
+//
+//	go test ./integration_test -run XX -bench RealGet -count 10
+func BenchmarkRealGet(b *testing.B) {
+	const (
+		shards = 4
+		keys   = 10_000
+	)
+	addrs := map[string]string{}
+	var list []redshard.Shard
+	for i := range shards {
+		srv := redistest.Start(b)
+		name := "s" + strconv.Itoa(i)
+		addrs[name] = srv.Addr()
+		list = append(list, redshard.Shard{Name: name, Addr: srv.Addr(), Weight: 1})
+	}
+	rs, err := redshard.NewClient(&redshard.Options{Shards: list})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rs.Close()
+	ring := redis.NewRing(&redis.RingOptions{Addrs: addrs})
+	defer ring.Close()
+
+	ctx := context.Background()
+	val := string(make([]byte, 100))
+	names := make([]string, keys)
+	for i := range names {
+		names[i] = "bench:" + strconv.Itoa(i)
+	}
+	// Each system reads keys it wrote: the two place keys differently.
+	for _, c := range []redis.Cmdable{rs, ring} {
+		pipe := c.Pipeline()
+		for _, k := range names {
+			pipe.Set(ctx, k, val, 0)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+
+	for _, sys := range []struct {
+		name string
+		c    redis.Cmdable
+	}{{"redshard", rs}, {"goredis-ring", ring}} {
+		b.Run(sys.name, func(b *testing.B) {
+			b.SetParallelism(32) // 64 goroutines on this 2-core machine
+			user0, kern0 := processCPU()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				i := 0
+				for pb.Next() {
+					i = (i + 7919) % keys
+					if err := sys.c.Get(ctx, names[i]).Err(); err != nil {
+						b.Errorf("GET %s: %v", names[i], err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			user1, kern1 := processCPU()
+			n := float64(b.N)
+			b.ReportMetric(float64((user1-user0).Microseconds())/n, "user-µs/op")
+			b.ReportMetric(float64((kern1-kern0).Microseconds())/n, "sys-µs/op")
+			b.ReportMetric(float64((user1-user0+kern1-kern0).Microseconds())/n, "cpu-µs/op")
+		})
+	}
+}
+
+// processCPU returns the CPU time this process has used in user mode and
+// in the kernel.
+func processCPU() (user, sys time.Duration) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, 0
+	}
+	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
+}
