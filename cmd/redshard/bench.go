@@ -857,8 +857,17 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 			res.shards[i].traced += res.shards[i].batched
 			res.shards[i].batched = 0
 		}
-		if res.hot == nil {
+		switch {
+		case res.hot == nil:
 			res.t.local = 0
+		case res.hot.Mitigation == redshard.LocalCache:
+			// The operations no shard saw are the cache's: its hits and
+			// the misses that waited for another caller's read.
+			res.t.local = res.hot.CacheHits + res.hot.Coalesced
+			res.noCheck = "not kept: batches carry no operation's trace; served locally is the cache's count (hits + coalesced reads)"
+		default:
+			res.t.local = 0 // split reads go to the copies' shards
+			res.noCheck = "not kept: batches carry no operation's trace, so which operations reached no shard is unknown"
 		}
 	}
 	for i := range res.shards { // elsewhere: preloading, cleanup, ... (none during a run)
