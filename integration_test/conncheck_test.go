@@ -26,7 +26,8 @@ func TestServerClosedPooledConnection(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		retries int
-	}{{"retries", 0}, {"no retries", -1}} {
+		ap      bool
+	}{{"retries", 0, false}, {"no retries", -1, false}, {"auto-pipelined", 0, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Start(t)
 			admin := srv.Client(t)
@@ -35,7 +36,8 @@ func TestServerClosedPooledConnection(t *testing.T) {
 				ShardOptions: &redis.Options{PoolSize: 1, MaxRetries: tc.retries},
 				// No heartbeat tick during the test: a connection that
 				// answered stays unchecked for the whole test.
-				Health: &redshard.HealthOptions{Interval: time.Hour},
+				Health:       &redshard.HealthOptions{Interval: time.Hour},
+				AutoPipeline: tc.ap,
 			})
 			if err != nil {
 				t.Fatal(err)
