@@ -3,6 +3,7 @@ package redshard
 import (
 	"errors"
 	"net"
+	"os"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -74,6 +75,8 @@ func TestPeekGate(t *testing.T) {
 	done()
 	check(0, "once it ended")
 
+	read(0, os.ErrDeadlineExceeded)
+	check(0, "after a read that timed out")
 	read(0, errors.New("EOF"))
 	check(1, "after a failed read")
 	read(3, nil)
