@@ -270,16 +270,7 @@ func (l *link) failed(err error, ops []linkOp) {
 	if m.closed || l.failing || l.ctx.Err() != nil {
 		return
 	}
-	l.failing = true
-	for kind := range l.want {
-		for name := range l.want[kind] {
-			if st := m.subs[kind][name]; st != nil {
-				if _, ok := st.waiting[l]; ok {
-					st.failed = true
-				}
-			}
-		}
-	}
+	l.failing = true // the subscriptions waiting for l stop holding up the replies (subscription.failing)
 	what := "SUBSCRIBE/PSUBSCRIBE"
 	if l.key.sharded {
 		what = "SSUBSCRIBE"

@@ -476,3 +476,71 @@ func TestPubSubMessagesBeforeUnsubscribe(t *testing.T) {
 		t.Fatalf("%d messages before the unsubscribe confirmations, want %d", got, 2*n)
 	}
 }
+
+// A channel subscribed while its shard's link is already failing (the
+// PubSub was told of the failure) is confirmed late, when the shard is
+// back, without holding up the replies that follow it: a confirmation of
+// a shard that is up and a PING answer arrive meanwhile.
+func TestPubSubSubscribeWhileShardFailing(t *testing.T) {
+	cl := newCluster(t, 1, 1)
+	up := cl.keysOn(t, "shard-0", "up", 1)[0]
+	downs := cl.keysOn(t, "shard-1", "down", 2)
+	down := cl.mini["shard-1"]
+	down.Close()
+	ps := cl.c.Subscribe(ctx, downs[0])
+	defer ps.Close()
+	if _, err := ps.ReceiveTimeout(ctx, 10*time.Second); err == nil || !strings.Contains(err.Error(), "shard-1") {
+		t.Fatalf("first Receive: %v, want shard-1's failure", err)
+	}
+	if err := ps.Subscribe(ctx, downs[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := ps.Subscribe(ctx, up); err != nil {
+		t.Fatal(err)
+	}
+	if err := ps.Ping(ctx, "after"); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for len(got) < 2 {
+		msg, err := ps.ReceiveTimeout(ctx, 10*time.Second)
+		switch {
+		case err != nil && strings.Contains(err.Error(), "shard-1"):
+			continue // its reconnect attempts
+		case err != nil:
+			t.Fatalf("after %v: %v (a confirmation on the failing shard holds up the replies)", got, err)
+		}
+		switch msg := msg.(type) {
+		case *redis.Subscription:
+			got = append(got, msg.Channel)
+		case *redis.Pong:
+			got = append(got, "pong "+msg.Payload)
+		default:
+			t.Fatalf("got %#v", msg)
+		}
+	}
+	if want := []string{up, "pong after"}; !slices.Equal(got, want) {
+		t.Fatalf("replies while shard-1 is down: %v, want %v", got, want)
+	}
+	if err := down.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	late := map[string]bool{}
+	for len(late) < 2 {
+		msg, err := ps.ReceiveTimeout(ctx, 10*time.Second)
+		if err != nil && strings.Contains(err.Error(), "shard-1") {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("late confirmations %v: %v", late, err)
+		}
+		sub, ok := msg.(*redis.Subscription)
+		if !ok || sub.Kind != "subscribe" {
+			t.Fatalf("got %#v, want the late confirmations", msg)
+		}
+		late[sub.Channel] = true
+	}
+	if !late[downs[0]] || !late[downs[1]] {
+		t.Fatalf("late confirmations %v, want %v", late, downs)
+	}
+}
