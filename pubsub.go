@@ -35,7 +35,12 @@ import (
 // owner (and, until the change is released, also on the old one, where
 // processes still on the previous ring publish). While a shard is down,
 // Receive reports an error for it once, and its subscriptions are made
-// when it is back. Close the PubSub when done, as with go-redis.
+// when it is back. A shard that stops answering without closing the
+// connection (a frozen server, a partition) is found by a probe: a
+// connection that has received nothing for Health.Interval sends a PING,
+// and one that then receives nothing within Health.Timeout is a failed
+// shard as above (3s and 3s when the heartbeat is disabled). Close the
+// PubSub when done, as with go-redis.
 func (c *Client) Subscribe(ctx context.Context, channels ...string) *redis.PubSub {
 	return c.pubsubFront().Subscribe(ctx, channels...)
 }

@@ -2,9 +2,12 @@ package redshard
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -26,6 +29,15 @@ type linkKey struct {
 // and PONGs to the mux. go-redis reconnects the PubSub; the link backs off
 // between failures and says once per outage, on the front, that the shard
 // failed.
+//
+// A shard that stops answering (a frozen process, a half-open connection,
+// a partition) sends no error: the link probes it. The reader notes when
+// it last received anything (heard); the writer's one timer sends a PING
+// once the link has heard nothing for the probe interval; and every read
+// has a deadline of the probe interval plus the probe timeout after heard,
+// so a PING unanswered within the timeout fails the read, which go-redis
+// takes as a broken connection (it closes it): the link fails as on any
+// read error, and reconnects, resubscribes and tells the front.
 type link struct {
 	m      *mux
 	key    linkKey
@@ -33,6 +45,7 @@ type link struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wake   chan struct{} // 1-buffered: ops queued or a resync asked
+	heard  atomic.Int64  // UnixNano when the reader last received something (roughly: see read)
 
 	// Guarded by m.mu.
 	want    [numSubKinds]map[string]bool // what it is subscribed to, or being
@@ -52,10 +65,40 @@ type linkOp struct {
 }
 
 const (
-	syncPrefix = "redshard:sync:"
-	minBackoff = 10 * time.Millisecond
-	maxBackoff = time.Second
+	syncPrefix   = "redshard:sync:"
+	probePayload = "redshard:probe"
+	minBackoff   = 10 * time.Millisecond
+	maxBackoff   = time.Second
+
+	// The probe of a link when the heartbeat is off (HealthOptions.Disable):
+	// a PING after 3s without traffic, as go-redis's own PubSub health
+	// check, answered within 3s, go-redis's default ReadTimeout.
+	defaultProbeInterval = 3 * time.Second
+	defaultProbeTimeout  = 3 * time.Second
 )
+
+// probeTimes returns how long a link hears nothing from its shard before
+// it sends a PING, and how long it then waits for anything to arrive: the
+// heartbeat's Interval and Timeout, or 3s and 3s when it is disabled.
+func (c *Client) probeTimes() (interval, timeout time.Duration) {
+	if h := c.cfg.health; !h.Disable {
+		return h.Interval, h.Timeout
+	}
+	return defaultProbeInterval, defaultProbeTimeout
+}
+
+// readCtx is the context of a link's reads: the link's, with a deadline
+// that go-redis makes the socket's read deadline. A read that misses it
+// fails as a broken connection (go-redis's Receive allows no timeout),
+// so the connection is closed and a reply cut by the deadline is never
+// parsed. It has no timer: only the socket waits for the deadline, and the
+// link's context still ends it.
+type readCtx struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c *readCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 
 // link returns the mux's link for key, starting it if needed. Caller holds m.mu.
 func (m *mux) link(key linkKey) *link {
@@ -64,6 +107,7 @@ func (m *mux) link(key linkKey) *link {
 	}
 	l := &link{m: m, key: key, wake: make(chan struct{}, 1), rename: m.name != ""}
 	l.ctx, l.cancel = context.WithCancel(m.ctx)
+	l.heard.Store(time.Now().UnixNano())
 	for k := range l.want {
 		l.want[k] = map[string]bool{}
 	}
@@ -104,15 +148,23 @@ func (l *link) empty() bool {
 
 func (l *link) shardName() string { return l.key.b.shard.Name }
 
-// write sends the queued changes and sync tokens until the link is closed.
+// write sends the queued changes and sync tokens until the link is
+// closed, and a PING when the link has heard nothing for the probe
+// interval.
 func (l *link) write() {
 	defer l.m.c.flights.running.leave()
 	defer func() { _ = l.ps.Close() }() // also ends read's Receive
+	interval, _ := l.m.c.probeTimes()
+	probe := time.NewTimer(interval)
+	defer probe.Stop()
 	var backoff time.Duration
 	for {
 		select {
 		case <-l.ctx.Done():
 			return
+		case <-probe.C:
+			l.probe(probe, interval)
+			continue
 		case <-l.wake:
 		}
 		for {
@@ -135,6 +187,19 @@ func (l *link) write() {
 			}
 		}
 	}
+}
+
+// probe sends a PING if the link has heard nothing for interval, and sets
+// the timer for the next check: interval after what it heard last, or
+// after this PING. A PING that fails to go out is not reported here: it
+// broke the connection, which the reader's Receive reports.
+func (l *link) probe(t *time.Timer, interval time.Duration) {
+	if quiet := time.Since(time.Unix(0, l.heard.Load())); quiet < interval {
+		t.Reset(interval - quiet)
+		return
+	}
+	_ = l.ps.Ping(l.ctx, probePayload)
+	t.Reset(interval)
 }
 
 // take returns the queued changes, the sync token that will follow them,
@@ -222,13 +287,32 @@ func (l *link) apply(ops []linkOp, tok uint64, name *string) error {
 }
 
 // read hands what the shard sends to the mux until the link is closed.
+// Each read may wait until interval + timeout after what the link heard
+// last (the writer's PING goes out after interval); heard, and the
+// deadline with it, moves on at most every slack, so that a busy link
+// allocates no context per message.
 func (l *link) read() {
 	defer l.m.c.flights.running.leave()
+	interval, timeout := l.m.c.probeTimes()
+	slack := min(interval, timeout) / 8
+	var rctx *readCtx
+	hear := func(now time.Time) {
+		l.heard.Store(now.UnixNano())
+		rctx = &readCtx{Context: l.ctx, deadline: now.Add(interval + timeout)}
+	}
+	hear(time.Now())
 	var backoff time.Duration
 	for {
-		msg, err := l.ps.Receive(l.ctx)
+		msg, err := l.ps.Receive(rctx)
 		if l.ctx.Err() != nil {
 			return
+		}
+		if now := time.Now(); err == nil || isRedisError(err) {
+			if now.Sub(time.Unix(0, l.heard.Load())) >= slack {
+				hear(now)
+			}
+		} else if isTimeout(err) && !now.Before(rctx.deadline) {
+			err = fmt.Errorf("nothing received for %v, a PING included: %w", interval+timeout, err)
 		}
 		if err != nil {
 			if isRedisError(err) { // a command failed; the connection is fine
@@ -240,6 +324,7 @@ func (l *link) read() {
 			if !sleep(l.ctx, backoff) {
 				return
 			}
+			hear(time.Now()) // the next connection has the whole probe to answer
 			continue
 		}
 		backoff = 0
@@ -270,16 +355,7 @@ func (l *link) failed(err error, ops []linkOp) {
 	if m.closed || l.failing || l.ctx.Err() != nil {
 		return
 	}
-	l.failing = true
-	for kind := range l.want {
-		for name := range l.want[kind] {
-			if st := m.subs[kind][name]; st != nil {
-				if _, ok := st.waiting[l]; ok {
-					st.failed = true
-				}
-			}
-		}
-	}
+	l.failing = true // the subscriptions waiting for l stop holding up the replies (subscription.failing)
 	what := "SUBSCRIBE/PSUBSCRIBE"
 	if l.key.sharded {
 		what = "SSUBSCRIBE"
@@ -302,6 +378,12 @@ func (m *mux) shardError(l *link, err error) {
 	prefix, rest, _ := strings.Cut(msg, " ")
 	m.replyError(fmt.Sprintf("%s redshard: shard %s: %s", prefix, l.shardName(), rest))
 	m.flush()
+}
+
+// isTimeout reports whether err is a network timeout.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // sleep waits d, or until ctx is done (then it returns false).

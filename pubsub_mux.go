@@ -88,9 +88,22 @@ type subscription struct {
 	name    string
 	targets map[*link]bool   // links it is subscribed on
 	waiting map[*link]uint64 // links its confirmation waits for: the sync token covering it there (0: none sent yet)
-	failed  bool             // a link it waits for failed: its confirmation does not hold up the replies
 	late    bool             // its confirmation was skipped and is owed
 	held    [][]byte         // messages received before the front was told of it
+}
+
+// failing reports whether a link st's confirmation waits for is failing
+// (the front was told): then the confirmation does not hold up the
+// replies. It is read from the links, not recorded, so that it holds for
+// a subscription made on a link that was failing already, and ends when
+// the link answers again.
+func (st *subscription) failing() bool {
+	for l := range st.waiting {
+		if l.failing {
+			return true
+		}
+	}
+	return false
 }
 
 type replyOp uint8
@@ -225,10 +238,8 @@ func (m *mux) Write(p []byte) (int, error) {
 func (m *mux) awaitSubscribed(subs []*subscription) {
 	m.waitUntil(func() bool {
 		for _, st := range subs {
-			for l := range st.waiting {
-				if !l.failing && !st.failed {
-					return false
-				}
+			if len(st.waiting) > 0 && !st.failing() {
+				return false
 			}
 		}
 		return true
@@ -585,12 +596,14 @@ loop:
 			// with two owners during a change), so that the messages of
 			// the shards that are up are not held, and dropped past
 			// maxHeld, meanwhile; else once that shard is back.
-			if m.subs[r.kind][r.name] == st && len(st.waiting) > 0 && (!st.failed || len(st.waiting) == len(st.targets)) {
-				if !st.failed {
+			if m.subs[r.kind][r.name] == st && len(st.waiting) > 0 {
+				if !st.failing() {
 					break loop
 				}
-				st.late = true // the shard's error went out; the confirmation follows when it is back
-				continue
+				if len(st.waiting) == len(st.targets) {
+					st.late = true // the shard's error went out; the confirmation follows when it is back
+					continue
+				}
 			}
 			m.visible[r.kind][r.name] = true
 			m.out = appendConfirm(m.out, subNames[r.kind], r.name, true, m.count(r.kind))

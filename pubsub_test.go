@@ -1,12 +1,15 @@
 package redshard_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -474,5 +477,269 @@ func TestPubSubMessagesBeforeUnsubscribe(t *testing.T) {
 	}
 	if got != 2*n {
 		t.Fatalf("%d messages before the unsubscribe confirmations, want %d", got, 2*n)
+	}
+}
+
+// A channel subscribed while its shard's link is already failing (the
+// PubSub was told of the failure) is confirmed late, when the shard is
+// back, without holding up the replies that follow it: a confirmation of
+// a shard that is up and a PING answer arrive meanwhile.
+func TestPubSubSubscribeWhileShardFailing(t *testing.T) {
+	cl := newCluster(t, 1, 1)
+	up := cl.keysOn(t, "shard-0", "up", 1)[0]
+	downs := cl.keysOn(t, "shard-1", "down", 2)
+	down := cl.mini["shard-1"]
+	down.Close()
+	ps := cl.c.Subscribe(ctx, downs[0])
+	defer ps.Close()
+	if _, err := ps.ReceiveTimeout(ctx, 10*time.Second); err == nil || !strings.Contains(err.Error(), "shard-1") {
+		t.Fatalf("first Receive: %v, want shard-1's failure", err)
+	}
+	if err := ps.Subscribe(ctx, downs[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := ps.Subscribe(ctx, up); err != nil {
+		t.Fatal(err)
+	}
+	if err := ps.Ping(ctx, "after"); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for len(got) < 2 {
+		msg, err := ps.ReceiveTimeout(ctx, 10*time.Second)
+		switch {
+		case err != nil && strings.Contains(err.Error(), "shard-1"):
+			continue // its reconnect attempts
+		case err != nil:
+			t.Fatalf("after %v: %v (a confirmation on the failing shard holds up the replies)", got, err)
+		}
+		switch msg := msg.(type) {
+		case *redis.Subscription:
+			got = append(got, msg.Channel)
+		case *redis.Pong:
+			got = append(got, "pong "+msg.Payload)
+		default:
+			t.Fatalf("got %#v", msg)
+		}
+	}
+	if want := []string{up, "pong after"}; !slices.Equal(got, want) {
+		t.Fatalf("replies while shard-1 is down: %v, want %v", got, want)
+	}
+	if err := down.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	late := map[string]bool{}
+	for len(late) < 2 {
+		msg, err := ps.ReceiveTimeout(ctx, 10*time.Second)
+		if err != nil && strings.Contains(err.Error(), "shard-1") {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("late confirmations %v: %v", late, err)
+		}
+		sub, ok := msg.(*redis.Subscription)
+		if !ok || sub.Kind != "subscribe" {
+			t.Fatalf("got %#v, want the late confirmations", msg)
+		}
+		late[sub.Channel] = true
+	}
+	if !late[downs[0]] || !late[downs[1]] {
+		t.Fatalf("late confirmations %v, want %v", late, downs)
+	}
+}
+
+// silencer is a TCP proxy in front of a server whose silence makes the
+// connections that subscribed half-open: what either side sends on them is
+// dropped, as after a partition or a NAT that forgot them, while other and
+// new connections (the heartbeat's, a reconnect) go through.
+type silencer struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  map[*silencedConn]bool
+	wg     sync.WaitGroup
+}
+
+type silencedConn struct {
+	client, server net.Conn
+	subscribed     atomic.Bool // it carried a (P|S)SUBSCRIBE
+	silent         atomic.Bool
+}
+
+func newSilencer(t *testing.T, target string) *silencer {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &silencer{ln: ln, target: target, conns: map[*silencedConn]bool{}}
+	s.wg.Add(1)
+	go s.accept()
+	t.Cleanup(s.close)
+	return s
+}
+
+func (s *silencer) accept() {
+	defer s.wg.Done()
+	for {
+		client, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		server, err := net.Dial("tcp", s.target)
+		if err != nil {
+			client.Close()
+			continue
+		}
+		c := &silencedConn{client: client, server: server}
+		s.mu.Lock()
+		s.conns[c] = true
+		s.mu.Unlock()
+		s.wg.Add(2)
+		go s.pipe(c, client, server, true)
+		go s.pipe(c, server, client, false)
+	}
+}
+
+// pipe copies from src to dst until either closes, dropping what a
+// silent connection carries.
+func (s *silencer) pipe(c *silencedConn, src, dst net.Conn, fromClient bool) {
+	defer s.wg.Done()
+	defer c.client.Close()
+	defer c.server.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if err != nil {
+			return
+		}
+		if fromClient && bytes.Contains(bytes.ToLower(buf[:n]), []byte("subscribe")) {
+			c.subscribed.Store(true)
+		}
+		if c.silent.Load() {
+			continue
+		}
+		if _, err := dst.Write(buf[:n]); err != nil {
+			return
+		}
+	}
+}
+
+// silence makes every connection that subscribed so far half-open.
+func (s *silencer) silence() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		if c.subscribed.Load() {
+			c.silent.Store(true)
+		}
+	}
+}
+
+func (s *silencer) close() {
+	s.ln.Close()
+	s.mu.Lock()
+	for c := range s.conns {
+		c.client.Close()
+		c.server.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// A subscriber connection that goes half-open while its shard is fine
+// (the heartbeat's connection still answers, so nothing marks the shard
+// down): the link's probe PING goes unanswered, Receive reports the
+// shard's failure, the link subscribes again on a new connection, and
+// messages published afterwards on both shards arrive, each once. On RESP2
+// and RESP3 shards.
+func TestPubSubProbeHalfOpenLink(t *testing.T) {
+	for _, protocol := range []int{2, 3} {
+		t.Run(fmt.Sprintf("RESP%d", protocol), func(t *testing.T) {
+			minis := []*miniredis.Miniredis{miniredis.RunT(t), miniredis.RunT(t)}
+			proxy := newSilencer(t, minis[1].Addr())
+			c, err := redshard.NewClient(&redshard.Options{
+				Shards: []redshard.Shard{
+					{Name: "shard-0", Addr: minis[0].Addr()},
+					{Name: "shard-1", Addr: proxy.ln.Addr().String()},
+				},
+				ShardOptions: &redis.Options{Protocol: protocol},
+				Health:       &redshard.HealthOptions{Interval: 50 * time.Millisecond, Timeout: 100 * time.Millisecond},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			var a, b string
+			for i := 0; a == "" || b == ""; i++ {
+				k := fmt.Sprintf("ho:%d", i)
+				if name, _ := c.ShardFor(k); name == "shard-0" && a == "" {
+					a = k
+				} else if name == "shard-1" && b == "" {
+					b = k
+				}
+			}
+			ps := c.Subscribe(ctx, a, b)
+			defer ps.Close()
+			for range 2 {
+				if _, err := ps.Receive(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			proxy.silence()
+			if _, err := ps.ReceiveTimeout(ctx, 10*time.Second); err == nil || !strings.Contains(err.Error(), "shard-1") {
+				t.Fatalf("Receive after shard-1's subscriber connection went silent: %v, want shard-1's failure", err)
+			}
+			// Resubscribed once a message published on shard-1 arrives.
+			deadline := time.Now().Add(10 * time.Second)
+			for back := false; !back; {
+				if time.Now().After(deadline) {
+					t.Fatal("no message of shard-1 arrived after the failure")
+				}
+				if err := c.Publish(ctx, b, "marker").Err(); err != nil {
+					t.Fatal(err)
+				}
+				msg, err := ps.ReceiveTimeout(ctx, 200*time.Millisecond)
+				var ne net.Error
+				switch {
+				case err == nil:
+					m, ok := msg.(*redis.Message)
+					back = ok && m.Channel == b
+				case errors.As(err, &ne) && ne.Timeout(), strings.Contains(err.Error(), "shard-1"):
+				default:
+					t.Fatal(err)
+				}
+			}
+			const n = 20
+			for i := range n {
+				for _, ch := range []string{a, b} {
+					if err := c.Publish(ctx, ch, fmt.Sprint(i)).Err(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for _, ch := range []string{a, b} {
+				c.Publish(ctx, ch, "end")
+			}
+			got := map[string]map[string]int{a: {}, b: {}}
+			for got[a]["end"] == 0 || got[b]["end"] == 0 {
+				msg, err := ps.ReceiveTimeout(ctx, 10*time.Second)
+				if err != nil {
+					t.Fatalf("after the reconnect, with %v: %v", got, err)
+				}
+				if m, ok := msg.(*redis.Message); ok && m.Payload != "marker" {
+					got[m.Channel][m.Payload]++
+				}
+			}
+			for _, ch := range []string{a, b} {
+				if len(got[ch]) != n+1 {
+					t.Errorf("%s: %d distinct messages after the reconnect, want %d", ch, len(got[ch]), n+1)
+				}
+				for p, k := range got[ch] {
+					if k != 1 {
+						t.Errorf("%s: message %q arrived %d times", ch, p, k)
+					}
+				}
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -280,6 +281,138 @@ func TestPubSubClientSetName(t *testing.T) {
 					t.Fatalf("shard-1: the reconnected subscriber connection was not named again")
 				}
 				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// TestPubSubShardFrozen: a shard that stops answering (SIGSTOP: its
+// connections stay open, nothing comes back) under a subscription, on
+// RESP2 and RESP3, with the heartbeat off, so that no shard is marked down
+// and no connection severed: only the link's probe can notice. Its PING
+// goes unanswered, so Receive reports the shard's failure while the other
+// shard keeps delivering; once the server is thawed the link is back, and
+// messages published afterwards on both shards arrive, each exactly once.
+func TestPubSubShardFrozen(t *testing.T) {
+	for _, protocol := range []int{2, 3} {
+		t.Run(fmt.Sprintf("RESP%d", protocol), func(t *testing.T) {
+			ctx := context.Background()
+			servers := []*redistest.Server{redistest.Start(t), redistest.Start(t)}
+			c, err := redshard.NewClient(&redshard.Options{
+				Shards: []redshard.Shard{
+					{Name: "shard-0", Addr: servers[0].Addr()},
+					{Name: "shard-1", Addr: servers[1].Addr()},
+				},
+				ShardOptions: &redis.Options{Protocol: protocol},
+				Health:       &redshard.HealthOptions{Disable: true}, // the probe: a PING after 3s of silence, 3s to answer
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			var a, b string // channels of shard-0 and shard-1
+			for i := 0; a == "" || b == ""; i++ {
+				k := fmt.Sprintf("fz:%d", i)
+				if name, _ := c.ShardFor(k); name == "shard-0" && a == "" {
+					a = k
+				} else if name == "shard-1" && b == "" {
+					b = k
+				}
+			}
+			ps := c.Subscribe(ctx, a, b)
+			defer ps.Close()
+			for range 2 {
+				if _, err := ps.Receive(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// receive returns the next message, failing the test on an
+			// error other than shard-1's when tolerated.
+			receive := func(what string, timeout time.Duration, shard1Errors bool) (*redis.Message, error) {
+				t.Helper()
+				for {
+					msg, err := ps.ReceiveTimeout(ctx, timeout)
+					if err != nil {
+						if shard1Errors && strings.Contains(err.Error(), "shard-1") {
+							continue
+						}
+						return nil, err
+					}
+					if m, ok := msg.(*redis.Message); ok {
+						return m, nil
+					}
+					t.Fatalf("%s: got %#v", what, msg)
+				}
+			}
+
+			servers[1].Freeze()
+			defer servers[1].Thaw()
+			// Nothing is published on the frozen shard: only the probe
+			// can tell the subscriber. The watchdog is generous.
+			if _, err := ps.ReceiveTimeout(ctx, 30*time.Second); err == nil || !strings.Contains(err.Error(), "shard-1") {
+				t.Fatalf("Receive while shard-1 is frozen: %v, want shard-1's failure", err)
+			}
+			if err := c.Publish(ctx, a, "during").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if m, err := receive("shard-0 while shard-1 is frozen", 10*time.Second, true); err != nil || m.Payload != "during" {
+				t.Fatalf("shard-0's message while shard-1 is frozen: %v, %v", m, err)
+			}
+
+			servers[1].Thaw()
+			// Back once a message published on shard-1 arrives: publish
+			// markers until one does.
+			deadline := time.Now().Add(30 * time.Second)
+			for back := false; !back; {
+				if time.Now().After(deadline) {
+					t.Fatal("no message of shard-1 arrived after the thaw")
+				}
+				if err := c.Publish(ctx, b, "marker").Err(); err != nil {
+					t.Fatalf("PUBLISH on the thawed shard: %v", err)
+				}
+				m, err := receive("a marker", time.Second, true)
+				var ne interface{ Timeout() bool }
+				switch {
+				case err == nil:
+					back = m.Channel == b
+				case errors.As(err, &ne) && ne.Timeout():
+				default:
+					t.Fatalf("waiting for a marker: %v", err)
+				}
+			}
+
+			const n = 50
+			for i := range n {
+				for _, ch := range []string{a, b} {
+					if err := c.Publish(ctx, ch, fmt.Sprint(i)).Err(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for _, ch := range []string{a, b} {
+				if err := c.Publish(ctx, ch, "end").Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := map[string]map[string]int{a: {}, b: {}}
+			for got[a]["end"] == 0 || got[b]["end"] == 0 {
+				m, err := receive("after the thaw", 10*time.Second, false)
+				if err != nil {
+					t.Fatalf("after the thaw, with %v: %v", got, err)
+				}
+				if m.Payload != "marker" {
+					got[m.Channel][m.Payload]++
+				}
+			}
+			for _, ch := range []string{a, b} {
+				if len(got[ch]) != n+1 {
+					t.Errorf("%s: %d distinct messages after the thaw, want %d", ch, len(got[ch]), n+1)
+				}
+				for p, k := range got[ch] {
+					if k != 1 {
+						t.Errorf("%s: message %q arrived %d times", ch, p, k)
+					}
+				}
 			}
 		})
 	}
