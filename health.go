@@ -22,9 +22,10 @@ type HealthOptions struct {
 
 	// Interval between heartbeats (a PING on a dedicated connection per
 	// shard). At least 10ms. Default 500ms. Pub/Sub probes with it and
-	// Timeout: a shard's subscriber connection that has received nothing
-	// for Interval sends a PING, and is replaced (the subscriber told) if
-	// nothing arrives within Timeout; with Disable, 3s and 3s.
+	// Timeout (at least 500ms and 1s there): a shard's subscriber
+	// connection that has received nothing for Interval sends a PING, and
+	// is replaced (the subscriber told) if nothing arrives within Timeout;
+	// with Disable, 3s and 3s.
 	Interval time.Duration
 
 	// Timeout of one heartbeat: a shard that does not answer within it has

@@ -422,20 +422,13 @@ func (c *notifySysConn) Read(p []byte) (int, error) {
 			if now := c.gate.clock.Load(); c.gate.seen.Load() != now {
 				c.gate.seen.Store(now)
 			}
-		} else if err != nil && !isTimeout(err) {
+		} else if err != nil && !isTimeout(err) { // a deadline is not a closed server
 			c.gate.clock.Add(1)
 		}
 	}
 	return n, err
 }
 
-// isTimeout reports whether err is a deadline's (a pub/sub receive that
-// waited its time, a command's read timeout): not a sign that the server
-// closed connections.
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
 
 // Write: as Read, a failure makes every gate on the clock check again.
 func (c *notifySysConn) Write(p []byte) (int, error) {

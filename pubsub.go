@@ -37,9 +37,10 @@ import (
 // Receive reports an error for it once, and its subscriptions are made
 // when it is back. A shard that stops answering without closing the
 // connection (a frozen server, a partition) is found by a probe: a
-// connection that has received nothing for Health.Interval sends a PING,
-// and one that then receives nothing within Health.Timeout is a failed
-// shard as above (3s and 3s when the heartbeat is disabled). Close the
+// connection that has received nothing for Health.Interval (at least
+// 500ms) sends a PING, and one that then receives nothing within
+// Health.Timeout (at least 1s) is a failed shard as above (3s and 3s when
+// the heartbeat is disabled). Close the
 // PubSub when done, as with go-redis.
 func (c *Client) Subscribe(ctx context.Context, channels ...string) *redis.PubSub {
 	return c.pubsubFront().Subscribe(ctx, channels...)

@@ -75,6 +75,8 @@ const (
 	// check, answered within 3s, go-redis's default ReadTimeout.
 	defaultProbeInterval = 3 * time.Second
 	defaultProbeTimeout  = 3 * time.Second
+	minProbeInterval     = 500 * time.Millisecond
+	minProbeTimeout      = time.Second
 )
 
 // probeTimes returns how long a link hears nothing from its shard before
@@ -82,7 +84,10 @@ const (
 // heartbeat's Interval and Timeout, or 3s and 3s when it is disabled.
 func (c *Client) probeTimes() (interval, timeout time.Duration) {
 	if h := c.cfg.health; !h.Disable {
-		return h.Interval, h.Timeout
+		// Floors: a silence shorter than 1.5 s is more often a loaded
+		// machine than a dead connection, and a false failure costs a
+		// resubscription (messages published meanwhile are lost).
+		return max(h.Interval, minProbeInterval), max(h.Timeout, minProbeTimeout)
 	}
 	return defaultProbeInterval, defaultProbeTimeout
 }
