@@ -429,7 +429,6 @@ func (c *notifySysConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-
 // Write: as Read, a failure makes every gate on the clock check again.
 func (c *notifySysConn) Write(p []byte) (int, error) {
 	n, err := c.notifyConn.Write(p)
