@@ -118,6 +118,10 @@ func (c *Client) routeOther(ctx context.Context, top *topology, cmd redis.Cmder,
 			return err
 		}
 	}
+	if err := c.flushRefused(top, info, false); err != nil {
+		cmd.SetErr(err)
+		return err
+	}
 	rt, err := top.plan(ctx, cmd, info, keys)
 	if err != nil {
 		return err
@@ -215,6 +219,34 @@ func (c *Client) processSingle(ctx context.Context, top *topology, info command.
 		c.hot.written(top, info, cmd.Args(), nil)
 	}
 	return err
+}
+
+// flushRefused returns the error of a FLUSHDB, FLUSHALL or SWAPDB that
+// cannot run safely while top's membership change is in progress, or nil.
+// In a fleet every such command is refused until the change is over: the
+// other processes' moves are not held off by this one's flush (a key taken
+// from its previous owner before the flush could be settled on its new
+// owner after it, the flush having also emptied the settled set that would
+// refuse it), and in Prepare the flush would reach the previous ring's
+// servers only. A single client (SetShards) runs FLUSHDB and FLUSHALL alone
+// with its own moves held off (flushDuringChange); in a pipeline, which
+// would not reach the removed servers, they are refused, and SWAPDB always.
+func (c *Client) flushRefused(top *topology, info command.Info, pipelined bool) error {
+	if info.Class != command.Fanout || top.settled() ||
+		info.Name != "flushdb" && info.Name != "flushall" && info.Name != "swapdb" {
+		return nil
+	}
+	name := displayName(info.Name)
+	switch {
+	case c.fleet != nil:
+		return fmt.Errorf("%w: %s while the fleet changes membership: another process's move could bring flushed keys back; run it once the change is over",
+			ErrHandoffInProgress, name)
+	case info.Name == "swapdb":
+		return fmt.Errorf("%w: %s during a membership change: keys being moved would land in the other database", ErrHandoffInProgress, name)
+	case pipelined:
+		return fmt.Errorf("%w: %s in a pipeline during a membership change would miss the removed servers; send it alone", ErrHandoffInProgress, name)
+	}
+	return nil
 }
 
 // flushDuringChange runs FLUSHDB or FLUSHALL while a membership change is
@@ -347,7 +379,9 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 		case top.single(info, keys, err):
 			rt, err = route{direct: 0}, nil
 		case err == nil:
-			rt, err = top.plan(ctx, cmd, info, keys)
+			if err = c.flushRefused(top, info, true); err == nil {
+				rt, err = top.plan(ctx, cmd, info, keys)
+			}
 		}
 		if err == nil {
 			writes = c.noteWrite(writes, info, cmd.Args(), keys)
@@ -547,7 +581,7 @@ func (t *topology) anyUp() int {
 // callback) can run on the transaction's shard. *target is the shard chosen
 // so far (-1: none yet) and *firstKey the key that chose it.
 func (t *topology) checkTxCommand(info command.Info, args []interface{}, keys []int, target *int, firstKey *string) error {
-	if t.single(info, keys, nil) || len(t.shards) == 1 && t.handoff == nil && info.Class == command.Fanout {
+	if t.single(info, keys, nil) || len(t.shards) == 1 && t.settled() && info.Class == command.Fanout {
 		if *target < 0 {
 			*target = 0
 		}
