@@ -67,9 +67,7 @@ func TestFleetCommitWaitsForMoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := holdSettle(a, "s1", k)
-	var once sync.Once
-	release := func() { once.Do(func() { close(g.release) }) }
-	defer release()
+	defer g.open()
 	got := make(chan error, 1)
 	var deleted bool
 	lateInCommit := 0
@@ -87,11 +85,11 @@ func TestFleetCommitWaitsForMoves(t *testing.T) {
 			}
 			if isLate(p.Late, "a") {
 				if lateInCommit++; lateInCommit == 5 {
-					release()
+					g.open()
 				}
 			}
 		case deleted && p.Config.Phase == registry.Stable && !isLate(p.Late, "b"):
-			release() // b has deleted the change's settled sets
+			g.open() // b has deleted the change's settled sets
 		}
 	}, redshard.RebalanceOptions{})
 	if err != nil {
@@ -138,9 +136,7 @@ func TestFleetFencedMoveAfterStable(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := holdSettle(a, "s1", k)
-	var once sync.Once
-	release := func() { once.Do(func() { close(g.release) }) }
-	defer release()
+	defer g.open()
 	got := make(chan error, 1)
 	var deleted bool
 	rep, err := f.applyWith(ctx, f.doc(2), func(p redshard.ApplyProgress) {
@@ -163,7 +159,7 @@ func TestFleetFencedMoveAfterStable(t *testing.T) {
 	if st, _ := a.FleetStatus(); !st.Fenced || st.Version.Phase != registry.Migrate {
 		t.Fatalf("a: %+v, want fenced in migrate", st)
 	}
-	release()
+	g.open()
 	err = <-got
 	t.Logf("a's GET, whose move outlived its lease: %v", err)
 	if err == nil {
@@ -411,9 +407,7 @@ func TestFleetSkipCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := holdSettle(s, "s2", moving)
-	var once sync.Once
-	release := func() { once.Do(func() { close(g.release) }) }
-	defer release()
+	defer g.open()
 	got := make(chan error, 1)
 	l := newLedger(t, 40)
 	for id, c := range clients {
@@ -452,7 +446,7 @@ func TestFleetSkipCommit(t *testing.T) {
 		t.Fatalf("Apply: %v", err)
 	}
 	waitVersion(t, clients["a"], rep.To)
-	release() // s's settle: after the settled sets were deleted
+	g.open() // s's settle: after the settled sets were deleted
 	if err := <-got; err == nil {
 		t.Errorf("s's GET of %s found a value: its late settle brought the deleted key back", moving)
 	}

@@ -27,7 +27,11 @@ type gate struct {
 	arrived chan struct{}
 	release chan struct{}
 	once    sync.Once
+	opened  sync.Once
 }
+
+// open lets the held command go on; calling it again does nothing.
+func (g *gate) open() { g.opened.Do(func() { close(g.release) }) }
 
 func newGate(match func(context.Context, []redis.Cmder) bool) *gate {
 	return &gate{match: match, arrived: make(chan struct{}), release: make(chan struct{})}

@@ -669,15 +669,8 @@ func TestPubSubProbeHalfOpenLink(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			var a, b string
-			for i := 0; a == "" || b == ""; i++ {
-				k := fmt.Sprintf("ho:%d", i)
-				if name, _ := c.ShardFor(k); name == "shard-0" && a == "" {
-					a = k
-				} else if name == "shard-1" && b == "" {
-					b = k
-				}
-			}
+			keys := conformance.KeyPerShard(c.ShardFor, "ho", "shard-0", "shard-1")
+			a, b := keys[0], keys[1] // channels of shard-0 and shard-1
 			ps := c.Subscribe(ctx, a, b)
 			defer ps.Close()
 			for range 2 {

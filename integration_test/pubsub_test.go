@@ -78,15 +78,8 @@ func TestPubSubLikeOneServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			var a, b string
-			for i := 0; a == "" || b == ""; i++ {
-				k := fmt.Sprintf("ch:%d", i)
-				if name, _ := c.ShardFor(k); name == "shard-0" && a == "" {
-					a = k
-				} else if name == "shard-3" && b == "" {
-					b = k
-				}
-			}
+			keys := conformance.KeyPerShard(c.ShardFor, "ch", "shard-0", "shard-3")
+			a, b := keys[0], keys[1] // channels of shard-0 and shard-3
 			want := sortSUnsub(pubsubEvents(t, plain, a, b))
 			got := sortSUnsub(pubsubEvents(t, c, a, b))
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -310,15 +303,8 @@ func TestPubSubShardFrozen(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			var a, b string // channels of shard-0 and shard-1
-			for i := 0; a == "" || b == ""; i++ {
-				k := fmt.Sprintf("fz:%d", i)
-				if name, _ := c.ShardFor(k); name == "shard-0" && a == "" {
-					a = k
-				} else if name == "shard-1" && b == "" {
-					b = k
-				}
-			}
+			keys := conformance.KeyPerShard(c.ShardFor, "fz", "shard-0", "shard-1")
+			a, b := keys[0], keys[1] // channels of shard-0 and shard-1
 			ps := c.Subscribe(ctx, a, b)
 			defer ps.Close()
 			for range 2 {

@@ -45,3 +45,21 @@ func (e *PubSubEvents) Step(ctx context.Context, name string, err error, n int) 
 		}
 	}
 }
+
+// KeyPerShard returns, for each of shards in order, the first key
+// prefix:0, prefix:1, ... that shardFor (a redshard Client's ShardFor)
+// places on it.
+func KeyPerShard(shardFor func(key string) (string, *redis.Client), prefix string, shards ...string) []string {
+	out := make([]string, len(shards))
+	for i, left := 0, len(shards); left > 0; i++ {
+		k := fmt.Sprintf("%s:%d", prefix, i)
+		name, _ := shardFor(k)
+		for j, s := range shards {
+			if s == name && out[j] == "" {
+				out[j] = k
+				left--
+			}
+		}
+	}
+	return out
+}
