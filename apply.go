@@ -68,6 +68,10 @@ type ApplyReport struct {
 	Phases []PhaseReport
 	// Rebalance is the data migration's report.
 	Rebalance RebalanceReport
+	// Severed counts the connections of dropped members that Apply
+	// closed before publishing a phase without them (docs/membership.md,
+	// "Fencing at the data").
+	Severed int
 }
 
 // PhaseReport is one phase's propagation.
@@ -132,6 +136,7 @@ func Apply(ctx context.Context, reg registry.Registry, doc json.RawMessage, opt 
 	}()
 	d := &driver{reg: reg, opt: opt, base: base, rep: &rep}
 	err = d.run(ctx, doc)
+	rep.Severed = d.severed
 	if d.client != nil {
 		_ = d.client.Close()
 	}
@@ -149,6 +154,7 @@ type driver struct {
 	client *Client // follows the registry; made once a config exists
 
 	beacons time.Time // when the current phase's beacons were written; zero: not yet
+	severed int       // connections of dropped members severed (sever)
 }
 
 func (d *driver) run(ctx context.Context, doc json.RawMessage) error {
@@ -228,6 +234,10 @@ func (d *driver) run(ctx context.Context, doc json.RawMessage) error {
 }
 
 func (d *driver) publish(ctx context.Context, prev, next registry.Config) error {
+	// Fencing at the data: dropped members lose their connections first.
+	if err := d.sever(ctx, prev, next); err != nil {
+		return err
+	}
 	if err := d.reg.Publish(ctx, prev, next); err != nil {
 		return fmt.Errorf("redshard: apply: publishing %s: %w", next.Version(), err)
 	}

@@ -86,6 +86,9 @@ type topology struct {
 	// its registry, refuses those a change may move.
 	hold  *hold
 	fence *fence
+	// admit, in a fleet process, says whether the topology's commands may
+	// open connections (fleet_fence.go); nil: they may.
+	admit *admission
 
 	// guarded is set (seal) when commands must send their keys through
 	// handOff: a change to hand off, a hold or a fence.
@@ -137,7 +140,7 @@ func NewClient(opt *Options) (*Client, error) {
 			return nil, err
 		}
 		empty := &topology{gutterTTL: gutterTTL, flight: &inflight{}}
-		top, _, err := c.buildFleet(empty, registry.Config{}, first, f.ttl)
+		top, _, err := c.buildFleet(empty, registry.Config{}, first, f.holdTimeout)
 		if err != nil {
 			f.stop()
 			c.closeHot()
@@ -273,6 +276,13 @@ func (c *Client) topology() (*topology, error) {
 func (c *Client) enter() (*topology, error) {
 	for !c.closed.Load() {
 		top := c.top.Load()
+		if f := c.fleet; f != nil && top.fence == nil && !f.lease.Fresh() {
+			// The lease is decided here, not by a timer: a process that
+			// was paused past its lease fences itself before its first
+			// command after the pause (fleet_fence.go).
+			f.fenceNow()
+			continue
+		}
 		fl := &top.flight.n
 		fl.Add(1)
 		if c.top.Load() == top {

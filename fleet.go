@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redshard/redshard/internal/lease"
 	"github.com/redshard/redshard/registry"
 	"github.com/redshard/redshard/ring"
 )
@@ -90,9 +91,19 @@ func (h *hold) moving(top *topology, key string) bool {
 	return top.shards[top.ring.LookupIndex(key)].id != h.nextIDs[h.next.LookupIndex(key)]
 }
 
-// wait holds a command on a moving key until the process leaves Prepare.
+// wait holds a command on a moving key until the process leaves Prepare,
+// for at most the hold's timeout and never up to the caller's deadline:
+// a command that cannot be served in time fails with ErrHandoffInProgress
+// a little before its context would (holdMargin), so that the caller
+// learns why rather than seeing a timeout.
 func (h *hold) wait(ctx context.Context, key string) error {
-	t := time.NewTimer(h.timeout)
+	limit, why := h.timeout, "FleetOptions.HoldTimeout"
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl); left-holdMargin(left) < limit {
+			limit, why = max(left-holdMargin(left), 0), "the command's deadline"
+		}
+	}
+	t := time.NewTimer(limit)
 	defer t.Stop()
 	select {
 	case <-h.released:
@@ -100,10 +111,14 @@ func (h *hold) wait(ctx context.Context, key string) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-t.C:
-		return fmt.Errorf("%w: key %q moves in the fleet's change to epoch %d, which has not reached its migrate phase after %v",
-			ErrHandoffInProgress, key, h.epoch, h.timeout)
+		return fmt.Errorf("%w: key %q moves in the fleet's change to epoch %d, which has not reached its migrate phase within %v (%s); the change waits for every live process's acknowledgement, and a process that stopped answering is dropped after its lease",
+			ErrHandoffInProgress, key, h.epoch, limit.Round(time.Millisecond), why)
 	}
 }
+
+// holdMargin is how long before a caller's deadline a held command gives
+// up: a tenth of the time it had, at most 100ms.
+func holdMargin(left time.Duration) time.Duration { return min(left/10, 100*time.Millisecond) }
 
 // fleetCheck runs, for a topology with a hold or a fence, before a command
 // uses key.
@@ -178,9 +193,19 @@ type follower struct {
 	acked atomic.Pointer[registry.Version] // what heartbeats report
 	kick  chan struct{}                    // a heartbeat now, please
 
-	mu     sync.Mutex
-	sentOK time.Time // when the last successful heartbeat was sent; guarded by mu
-	err    error     // the last error following the registry; guarded by mu
+	// lease is fresh while the last heartbeat that counts was sent less
+	// than half a lease ago (fenceMargin): read on the command path
+	// (Client.enter) and by the admission of connections (fleet_fence.go).
+	lease *lease.Lease
+	// connName names this process's command connections (connName).
+	connName string
+	// holdTimeout bounds a command held in Prepare (FleetOptions.HoldTimeout).
+	holdTimeout time.Duration
+
+	mu       sync.Mutex
+	sentOK   time.Time // when the last successful heartbeat was sent (wall clock, for status); guarded by mu
+	err      error     // the last error following the registry; guarded by mu
+	stopping bool      // set by stop: spawn starts nothing; guarded by mu
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -191,9 +216,14 @@ type follower struct {
 // topology from it (build) and then calls start.
 func newFollower(c *Client, reg registry.Registry, fo *FleetOptions) (*follower, registry.Config, error) {
 	f := &follower{c: c, reg: reg, ttl: reg.MemberTTL(), kick: make(chan struct{}, 1)}
+	f.lease = lease.New(f.ttl * (100 - fenceMargin) / 100)
 	timeout := defaultFleetStart
 	if fo != nil && fo.StartTimeout > 0 {
 		timeout = fo.StartTimeout
+	}
+	f.holdTimeout = f.ttl + 4*beaconFresh
+	if fo != nil && fo.HoldTimeout > 0 {
+		f.holdTimeout = fo.HoldTimeout
 	}
 	host, _ := os.Hostname()
 	f.me = registry.Member{Host: host, PID: os.Getpid(), Started: time.Now().UTC().Truncate(time.Millisecond)}
@@ -204,14 +234,18 @@ func newFollower(c *Client, reg registry.Registry, fo *FleetOptions) (*follower,
 		_, _ = rand.Read(b[:])
 		f.me.ID = fmt.Sprintf("%s/%d/%s", host, f.me.PID, hex.EncodeToString(b[:]))
 	}
+	f.connName = connName(f.me.ID)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	// Join before reading: from now on a driver counts this process as
 	// late (it has acknowledged nothing), so no phase can be published
 	// past the one read below before this process has acknowledged it.
+	// The lease counts from the join's sending.
+	joined := lease.Now()
 	if err := reg.Heartbeat(ctx, f.me); err != nil {
 		return nil, registry.Config{}, fmt.Errorf("redshard: joining the registry: %w", err)
 	}
+	f.lease.Renew(joined)
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	cfg, err := reg.Get(ctx)
 	switch {
@@ -240,7 +274,7 @@ func (f *follower) start(first registry.Config) error {
 		return fmt.Errorf("redshard: watching the registry: %w", err)
 	}
 	f.mu.Lock()
-	f.sentOK = time.Now() // the lease starts now: nothing was acknowledged before
+	f.sentOK = time.Now() // for status: the join, which acknowledged nothing
 	f.mu.Unlock()
 	// Acknowledge first at once: the join reported nothing, and a driver
 	// waits for this process until it does.
@@ -264,6 +298,9 @@ func (f *follower) start(first registry.Config) error {
 
 // stop ends following and leaves the fleet (best effort).
 func (f *follower) stop() {
+	f.mu.Lock()
+	f.stopping = true
+	f.mu.Unlock()
 	f.cancel()
 	f.wg.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -278,46 +315,66 @@ func (f *follower) setErr(err error) {
 }
 
 // heartbeats reports the acknowledged version every quarter lease and on
-// every kick, fences the client when none has succeeded for the lease
-// (less a margin), and catches it up once one succeeds again.
+// every kick. A heartbeat renews the lease only if the lease was still
+// fresh when it was sent: one sent later may come after the fleet dropped
+// this process and went on without it, so the process fences itself (if a
+// command has not already), catches up with the registry, and ends the
+// fence only with a heartbeat sent after that (unfence). Nothing here is
+// needed for the fence to hold: the command path reads the lease itself.
 func (f *follower) heartbeats() {
 	tick := time.NewTicker(f.ttl / 4)
 	defer tick.Stop()
-	fence := time.NewTimer(f.ttl * (100 - fenceMargin) / 100)
-	defer fence.Stop()
 	for {
 		select {
 		case <-f.ctx.Done():
 			return
-		case <-fence.C:
-			f.setFenced(true)
-			continue
 		case <-tick.C:
 		case <-f.kick:
 		}
-		if ok := f.heartbeat(); ok {
-			if f.isFenced() && f.catchUp() && f.heartbeat() {
-				f.setFenced(false)
-			}
-			f.mu.Lock()
-			left := f.ttl*(100-fenceMargin)/100 - time.Since(f.sentOK)
-			f.mu.Unlock()
-			if !fence.Stop() {
-				select {
-				case <-fence.C:
-				default:
-				}
-			}
-			fence.Reset(max(left, 0))
+		sent := lease.Now()
+		if !f.heartbeat() {
+			continue
+		}
+		if f.lease.FreshAt(sent) && !f.isFenced() {
+			f.lease.Renew(sent)
+			continue
+		}
+		f.fenceNow()
+		if !f.catchUp() {
+			continue
+		}
+		sent = lease.Now()
+		if f.heartbeat() && f.stillCurrent() {
+			f.unfence(sent)
 		}
 	}
+}
+
+// stillCurrent reads the registry's config again after the heartbeat that
+// would end a fence, and reports whether it is still the one the client
+// follows. The heartbeat put the process back among the members the driver
+// waits for, but a driver that read the members before it arrived may have
+// published a phase without it after catchUp read the config; such a phase
+// is seen here, and the fence stays until the process has caught up with
+// it (docs/membership.md, "Fencing at the data").
+func (f *follower) stillCurrent() bool {
+	ctx, cancel := context.WithTimeout(f.ctx, f.ttl/4)
+	defer cancel()
+	cfg, err := f.reg.Get(ctx)
+	if err != nil {
+		f.setErr(fmt.Errorf("redshard: reading the registry: %w", err))
+		return false
+	}
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	return !f.applied.Version().Less(cfg.Version())
 }
 
 // heartbeat sends one heartbeat; it reports success.
 func (f *follower) heartbeat() bool {
 	m := f.me
 	v := *f.acked.Load()
-	m.Epoch, m.Phase, m.Fenced = v.Epoch, v.Phase, f.isFenced()
+	m.Epoch, m.Phase, m.Fenced = v.Epoch, v.Phase, f.isFenced() || !f.lease.Fresh()
 	sent := time.Now()
 	ctx, cancel := context.WithTimeout(f.ctx, f.ttl/4)
 	defer cancel()
@@ -339,9 +396,7 @@ func (f *follower) heartbeat() bool {
 // that would refuse a late settle; the fence margin is left for a step on
 // its way to land.
 func (f *follower) moveDeadline() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.sentOK.Add(f.ttl * (100 - fenceMargin) / 100)
+	return time.Now().Add(f.lease.Remaining())
 }
 
 // moveContext bounds a move (handoff or Rebalance) by moveDeadline in a
@@ -373,31 +428,6 @@ func (f *follower) catchUp() bool {
 // topology is the one record of it.
 func (f *follower) isFenced() bool { return f.c.top.Load().fence != nil }
 
-// setFenced publishes the current topology with or without a fence.
-func (f *follower) setFenced(on bool) {
-	c := f.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if f.isFenced() == on || c.closed.Load() {
-		return
-	}
-	next := *c.top.Load()
-	next.fence = nil
-	if on {
-		known := *f.acked.Load()
-		f.mu.Lock()
-		since := f.sentOK
-		f.mu.Unlock()
-		next.fence = &fence{f: f, known: known, vnodes: c.cfg.opt.VnodesPerWeight,
-			reason: fmt.Sprintf("no heartbeat of this process has reached the registry since %s (lease %v)", since.UTC().Format(time.RFC3339), f.ttl)}
-	}
-	c.top.Store(next.seal())
-	select {
-	case f.kick <- struct{}{}:
-	default:
-	}
-}
-
 // apply moves the client to cfg when it is newer than what it follows,
 // waits until no command routed on the replaced topology is running, and
 // acknowledges cfg.
@@ -414,16 +444,17 @@ func (f *follower) apply(cfg registry.Config) {
 		return
 	}
 	old := c.top.Load()
-	next, after, err := c.buildFleet(old, f.applied, cfg, f.ttl)
+	next, after, err := c.buildFleet(old, f.applied, cfg, f.holdTimeout)
 	if err != nil {
 		c.mu.Unlock()
 		f.setErr(fmt.Errorf("redshard: applying %s: %w", cfg.Version(), err))
 		return
 	}
 	next.fence = nil
-	if old.fence != nil {
-		next.fence = &fence{f: f, known: cfg.Version(), vnodes: c.cfg.opt.VnodesPerWeight, reason: old.fence.reason}
+	if fc := old.fence; fc != nil {
+		next.fence = &fence{f: f, known: cfg.Version(), vnodes: fc.vnodes, reason: fc.reason, cache: fc.cache}
 	}
+	next.admit = old.admit // a regime's admission opens once the previous regime has drained, whatever the ring
 	c.top.Store(next.seal())
 	if old.hold != nil {
 		close(old.hold.released)
@@ -446,7 +477,12 @@ func (f *follower) apply(cfg registry.Config) {
 // idle reports whether no command counted on fl is running, or only
 // blocking ones that have had blockingGrace since start.
 func (fl *inflight) idle(start time.Time) bool {
-	return fl.n.Load() == 0 && (fl.blocking.Load() == 0 || time.Since(start) > blockingGrace)
+	for ; fl != nil; fl = fl.prev.Load() {
+		if fl.n.Load() != 0 || fl.blocking.Load() != 0 && time.Since(start) <= blockingGrace {
+			return false
+		}
+	}
+	return true
 }
 
 // waitIdle waits until no command counted on fl is running, or only
@@ -466,7 +502,7 @@ func waitIdle(ctx context.Context, fl *inflight) {
 // prev), and what to do once it is published and c.mu released (delete
 // a finished change's settled sets, retire removed servers). Caller holds
 // c.mu.
-func (c *Client) buildFleet(old *topology, prev, cfg registry.Config, ttl time.Duration) (*topology, func(), error) {
+func (c *Client) buildFleet(old *topology, prev, cfg registry.Config, holdTimeout time.Duration) (*topology, func(), error) {
 	vnodes := c.cfg.opt.VnodesPerWeight
 	s1, r1, err := parseRingDoc(cfg.Doc, vnodes)
 	if err != nil {
@@ -496,7 +532,7 @@ func (c *Client) buildFleet(old *topology, prev, cfg registry.Config, ttl time.D
 		nt := &topology{epoch: next.epoch, ring: r1.r, flight: next.flight}
 		nt.shards = c.buildShards(r1.r, s1, &topology{shards: append(reuse.shards, next.shards...)})
 		next.hold = &hold{epoch: cfg.Epoch, next: r1.r, nextIDs: r1.ids, nextTop: nt,
-			released: make(chan struct{}), timeout: 2*ttl + 4*beaconFresh}
+			released: make(chan struct{}), timeout: holdTimeout}
 	case registry.Migrate, registry.Commit:
 		if sameChange && prev.Phase == registry.Migrate && old.handoff != nil {
 			// Commit after Migrate: the same routing, no new move. The
@@ -596,23 +632,97 @@ func (c *Client) dropSettled(ctx context.Context, h *handoff, shards []*shard) {
 	})
 }
 
-// fence is a fenced topology's state (see the top of this file).
+// fence is a fenced topology's state (see the top of this file and
+// fleet_fence.go).
 type fence struct {
 	f      *follower
 	known  registry.Version // the version the topology follows
 	vnodes int
 	reason string
-
-	mu      sync.Mutex
-	beacons map[*backend]*beacon // guarded by mu
+	cache  *beaconCache // shared by the fences of one fenced stretch
 }
 
-// beacon is what a fenced process last read of one server's beacon.
+// beaconCache is what a fenced process last read of each server's beacon,
+// by server identity. It is safe for concurrent use.
+type beaconCache struct {
+	mu sync.Mutex
+	m  map[string]*beacon // guarded by mu
+}
+
+// beacon is one server's entry of a beaconCache.
 type beacon struct {
-	mu      sync.Mutex // one reader at a time
+	mu      sync.Mutex // guards the fields below; never held across I/O
+	read    bool       // read at least once
 	checked time.Time  // when the last successful read started
 	cfg     registry.Config
 	rings   []ringIDs // cfg's documents (Doc, and PrevDoc in flight)
+	// reading is closed when the GET in flight ends; nil when none is.
+	// Commands wait for it rather than read again (one reader at a
+	// time); learn never waits for it, since the GET may be dialling the
+	// very connection whose admission calls learn.
+	reading chan struct{}
+}
+
+// beaconView is what a command is checked against: one reading of a beacon.
+type beaconView struct {
+	cfg   registry.Config
+	rings []ringIDs
+}
+
+func (bc *beaconCache) entry(id string) *beacon {
+	bc.mu.Lock()
+	defer bc.mu.Unlock()
+	if bc.m == nil {
+		bc.m = map[string]*beacon{}
+	}
+	b := bc.m[id]
+	if b == nil {
+		b = &beacon{}
+		bc.m[id] = b
+	}
+	return b
+}
+
+// learn records data (a beacon's value; nil: none) as read from server id
+// by a read that started at start, and reports whether it differs from
+// what was read before.
+func (bc *beaconCache) learn(id string, start time.Time, data []byte, vnodes int) (changed bool, err error) {
+	b := bc.entry(id)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, changed, err = b.set(start, data, vnodes)
+	return changed, err
+}
+
+// set parses data into b, read at start. A reading that started before
+// the one b holds is older than it and is ignored. Caller holds b.mu.
+func (b *beacon) set(start time.Time, data []byte, vnodes int) (beaconView, bool, error) {
+	if b.read && start.Before(b.checked) {
+		return beaconView{b.cfg, b.rings}, false, nil
+	}
+	var cfg registry.Config
+	if len(data) > 0 {
+		if err := json.Unmarshal(data, &cfg); err != nil {
+			return beaconView{}, false, fmt.Errorf("beacon: %w", err)
+		}
+	}
+	changed := b.read && (cfg.Version() != b.cfg.Version() || cfg.Change != b.cfg.Change)
+	if !b.read || changed {
+		var rings []ringIDs
+		for _, doc := range []json.RawMessage{cfg.Doc, cfg.PrevDoc} {
+			if len(doc) == 0 {
+				continue
+			}
+			_, r, err := parseRingDoc(doc, vnodes)
+			if err != nil {
+				return beaconView{}, false, fmt.Errorf("beacon: %w", err)
+			}
+			rings = append(rings, r)
+		}
+		b.cfg, b.rings = cfg, rings
+	}
+	b.read, b.checked = true, start
+	return beaconView{b.cfg, b.rings}, changed, nil
 }
 
 func (fc *fence) errorf(key, format string, args ...any) error {
@@ -649,52 +759,49 @@ func (fc *fence) check(ctx context.Context, top *topology, key string) error {
 }
 
 // beacon returns s's beacon, read again if the last read is older than
-// beaconFresh.
-func (fc *fence) beacon(ctx context.Context, s *shard) (*beacon, error) {
-	fc.mu.Lock()
-	if fc.beacons == nil {
-		fc.beacons = map[*backend]*beacon{}
+// beaconFresh. A beacon that changed since the last read starts a new
+// fenced regime (fleet_fence.go): commands checked against the old one may
+// still be running.
+func (fc *fence) beacon(ctx context.Context, s *shard) (beaconView, error) {
+	b := fc.cache.entry(s.id)
+	for {
+		b.mu.Lock()
+		if b.read && time.Since(b.checked) < beaconFresh {
+			v := beaconView{b.cfg, b.rings}
+			b.mu.Unlock()
+			return v, nil
+		}
+		wait := b.reading
+		if wait == nil {
+			break
+		}
+		b.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return beaconView{}, ctx.Err()
+		}
 	}
-	b := fc.beacons[s.backend]
-	if b == nil {
-		b = &beacon{}
-		fc.beacons[s.backend] = b
-	}
-	fc.mu.Unlock()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if time.Since(b.checked) < beaconFresh {
-		return b, nil
-	}
+	done := make(chan struct{})
+	b.reading = done
+	b.mu.Unlock()
+
 	start := time.Now()
 	data, err := s.client.Get(ctx, beaconKey).Bytes()
-	switch {
-	case errors.Is(err, redis.Nil):
-		b.cfg, b.rings = registry.Config{}, nil
-	case err != nil:
-		return nil, err
-	default:
-		var cfg registry.Config
-		if err := json.Unmarshal(data, &cfg); err != nil {
-			return nil, fmt.Errorf("beacon: %w", err)
-		}
-		if cfg.Version() != b.cfg.Version() {
-			var rings []ringIDs
-			for _, doc := range []json.RawMessage{cfg.Doc, cfg.PrevDoc} {
-				if len(doc) == 0 {
-					continue
-				}
-				_, r, err := parseRingDoc(doc, fc.vnodes)
-				if err != nil {
-					return nil, fmt.Errorf("beacon: %w", err)
-				}
-				rings = append(rings, r)
-			}
-			b.cfg, b.rings = cfg, rings
-		}
+
+	b.mu.Lock()
+	b.reading = nil
+	close(done)
+	if err != nil && !errors.Is(err, redis.Nil) {
+		b.mu.Unlock()
+		return beaconView{}, err
 	}
-	b.checked = start
-	return b, nil
+	v, changed, err := b.set(start, data, fc.vnodes)
+	b.mu.Unlock()
+	if changed {
+		fc.f.refence()
+	}
+	return v, err
 }
 
 // FleetStatus is what a client following a registry reports of itself.
@@ -720,7 +827,7 @@ func (c *Client) FleetStatus() (st FleetStatus, ok bool) {
 	st.Member = f.me
 	st.Member.Epoch, st.Member.Phase = v.Epoch, v.Phase
 	st.Version = v
-	st.Fenced = f.isFenced()
+	st.Fenced = f.isFenced() || !f.lease.Fresh()
 	st.Member.Fenced = st.Fenced
 	f.mu.Lock()
 	st.LastHeartbeat, st.Err = f.sentOK, f.err

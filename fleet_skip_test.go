@@ -144,7 +144,7 @@ func TestFleetFencedMoveAfterStable(t *testing.T) {
 		case p.Rebalancing:
 			go func() { got <- a.Get(ctx, k).Err() }()
 			<-g.arrived
-			cut.cut.Store(true)
+			cut.setCut(true)
 		case p.Config.Phase == registry.Commit && !deleted:
 			deleted = true
 			if n, err := b.Del(ctx, k).Result(); err != nil || n != 1 {
@@ -173,7 +173,7 @@ func TestFleetFencedMoveAfterStable(t *testing.T) {
 	if v, err := b.Get(ctx, k).Result(); err != redis.Nil {
 		t.Errorf("b: GET %s = %q, %v: the deleted key came back", k, v, err)
 	}
-	cut.cut.Store(false)
+	cut.setCut(false)
 	waitFenced(t, a, false)
 	waitVersion(t, a, rep.To)
 	if v, err := a.Get(ctx, k).Result(); err != redis.Nil {
@@ -359,9 +359,9 @@ func TestFleetSkipMigrate(t *testing.T) {
 	var inCommit bool
 	rep, err := f.applyWith(ctx, f.doc(3), func(p redshard.ApplyProgress) {
 		switch {
-		case p.Config.Phase == registry.Prepare && !cut.cut.Load() && !isLate(p.Late, "s"):
+		case p.Config.Phase == registry.Prepare && !cut.isCut() && !isLate(p.Late, "s"):
 			l.setReader("s", nil) // its reads of moving keys would wait for a Migrate it will not see
-			cut.cut.Store(true)
+			cut.setCut(true)
 		case p.Config.Phase == registry.Commit && !inCommit:
 			inCommit = true
 			waitFenced(t, clients["s"], true)
@@ -369,7 +369,7 @@ func TestFleetSkipMigrate(t *testing.T) {
 				t.Errorf("s before catching up: %+v, want in prepare", st)
 			}
 			l.check("commit, s fenced in prepare", clients, "s")
-			cut.cut.Store(false)
+			cut.setCut(false)
 			waitFenced(t, clients["s"], false)
 			if st, _ := clients["s"].FleetStatus(); st.Version != p.Config.Version() {
 				t.Errorf("s caught up to %s, want %s", st.Version, p.Config.Version())
@@ -422,7 +422,7 @@ func TestFleetSkipCommit(t *testing.T) {
 			go func() { got <- s.Get(ctx, moving).Err() }()
 			<-g.arrived
 			l.setReader("s", nil)
-			cut.cut.Store(true)
+			cut.setCut(true)
 			j := f.client(t, f.open(t), "join-migrate")
 			clients["join-migrate"] = j
 			l.setReader("join-migrate", j)
@@ -455,7 +455,7 @@ func TestFleetSkipCommit(t *testing.T) {
 		t.Errorf("s before catching up: %+v, want in migrate", st)
 	}
 	l.check("stable, s fenced in migrate", clients, "s")
-	cut.cut.Store(false)
+	cut.setCut(false)
 	waitFenced(t, s, false)
 	for _, c := range clients {
 		waitVersion(t, c, rep.To)

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/internal/miniadmin"
 	"github.com/redshard/redshard/registry"
 )
 
@@ -34,6 +35,7 @@ func newFleet(t *testing.T, n int) *fleet {
 	f := &fleet{}
 	for range n {
 		m := miniredis.RunT(t)
+		miniadmin.Install(m)
 		f.mini = append(f.mini, m)
 		f.addrs = append(f.addrs, m.Addr())
 	}
@@ -328,17 +330,56 @@ func TestFleetRegistryDown(t *testing.T) {
 	waitFenced(t, c, false)
 }
 
-// cutRegistry fails every call while cut, as a process cut off from the
-// registry sees it.
+// cutRegistry cuts a process off the registry: while cut, calls fail
+// at once or, hung, block until the cut ends whatever their context says
+// (a registry client whose socket I/O ignores deadlines, as go-redis's
+// does unless built with ContextTimeoutEnabled); and Watch delivers
+// nothing.
 type cutRegistry struct {
 	registry.Registry
-	cut atomic.Bool
+	hang bool
+
+	mu  sync.Mutex
+	end chan struct{} // closed when the cut ends; nil: not cut
 }
 
 var errCut = errors.New("cut off")
 
+func (r *cutRegistry) setCut(on bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case on && r.end == nil:
+		r.end = make(chan struct{})
+	case !on && r.end != nil:
+		close(r.end)
+		r.end = nil
+	}
+}
+
+func (r *cutRegistry) isCut() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.end != nil
+}
+
+// blocked reports whether a call must fail now, after hanging until the
+// cut ends if the registry hangs.
+func (r *cutRegistry) blocked() bool {
+	r.mu.Lock()
+	end := r.end
+	r.mu.Unlock()
+	if end == nil {
+		return false
+	}
+	if r.hang {
+		<-end
+	}
+	return true
+}
+
 func (r *cutRegistry) Heartbeat(ctx context.Context, m registry.Member) error {
-	if r.cut.Load() {
+	if r.blocked() {
 		return errCut
 	}
 	return r.Registry.Heartbeat(ctx, m)
@@ -354,7 +395,7 @@ func (r *cutRegistry) Watch(ctx context.Context) (<-chan registry.Config, error)
 	go func() {
 		defer close(out)
 		for cfg := range in {
-			if r.cut.Load() {
+			if r.isCut() {
 				continue
 			}
 			select {
@@ -368,7 +409,7 @@ func (r *cutRegistry) Watch(ctx context.Context) (<-chan registry.Config, error)
 }
 
 func (r *cutRegistry) Get(ctx context.Context) (registry.Config, error) {
-	if r.cut.Load() {
+	if r.blocked() {
 		return registry.Config{}, errCut
 	}
 	return r.Registry.Get(ctx)
@@ -377,18 +418,28 @@ func (r *cutRegistry) Get(ctx context.Context) (registry.Config, error) {
 // TestFleetFence cuts one process off the registry: with no change in
 // flight it keeps serving everything once fenced; while a change it has
 // not seen runs, it refuses the keys that change moves (ErrFenced) and
-// serves the others; once back it catches up.
+// serves the others; once back it catches up. Hung, the registry's calls
+// never return while the process is cut off, so the heartbeat goroutine
+// cannot fence it: the command path must (TestFleetFence/hung fails when
+// only that goroutine decides).
 func TestFleetFence(t *testing.T) {
+	for _, hang := range []bool{false, true} {
+		name := map[bool]string{false: "failing", true: "hung"}[hang]
+		t.Run(name, func(t *testing.T) { fleetFence(t, hang) })
+	}
+}
+
+func fleetFence(t *testing.T, hang bool) {
 	f := newFleet(t, 2)
 	ctx := context.Background()
 	f.apply(t, ctx, f.doc(1))
-	cut := &cutRegistry{Registry: f.open(t)}
+	cut := &cutRegistry{Registry: f.open(t), hang: hang}
 	c := f.client(t, cut, "cut")
 	moving, staying := keyMoving(t, f, 1)
 	if err := c.Set(ctx, moving, "v0", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	cut.cut.Store(true)
+	cut.setCut(true)
 	waitFenced(t, c, true)
 	if err := c.Set(ctx, moving, "v1", 0).Err(); err != nil {
 		t.Fatalf("fenced with no change in flight: %v", err)
@@ -410,7 +461,7 @@ func TestFleetFence(t *testing.T) {
 	if err := c.Set(ctx, staying, "ok", 0).Err(); err != nil {
 		t.Fatalf("fenced SET of a key that stays: %v", err)
 	}
-	cut.cut.Store(false)
+	cut.setCut(false)
 	waitFenced(t, c, false)
 	if st, _ := c.FleetStatus(); st.Version != rep.To {
 		t.Fatalf("caught up to %s, want %s", st.Version, rep.To)

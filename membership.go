@@ -45,7 +45,12 @@ const (
 // still running: n the others, blocking the blocking ones (BLPOP, XREAD
 // BLOCK, ...), which may wait for ever. Copies of a topology with the same
 // epoch share it.
-type inflight struct{ n, blocking atomic.Int64 }
+type inflight struct {
+	n, blocking atomic.Int64
+	// prev, while set, is the count of the regime this one replaced in
+	// a fleet process (fleet_fence.go): idle waits for it too.
+	prev atomic.Pointer[inflight]
+}
 
 // handoff is the state of one membership change, from the moment SetShards
 // publishes the new ring until Rebalance has drained it: the previous

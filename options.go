@@ -109,6 +109,17 @@ type FleetOptions struct {
 	// StartTimeout bounds NewClient's first read of the registry. Default
 	// 10s.
 	StartTimeout time.Duration
+	// HoldTimeout bounds how long a command on a key that the fleet's
+	// change moves waits in the Prepare phase for the fleet to reach
+	// Migrate. The fleet waits there for every live process's
+	// acknowledgement, so one process that stopped answering (frozen,
+	// cut off) delays it until the registry drops that process, its
+	// lease (registry MemberTTL) after its last heartbeat, plus the
+	// driver's beacon wait. A held command that cannot be served within
+	// HoldTimeout, or a little before its context's deadline (a tenth of
+	// the time it had, at most 100ms), fails with ErrHandoffInProgress
+	// rather than a timeout. Default: the lease + 1s.
+	HoldTimeout time.Duration
 }
 
 // Shard is one Redis server (or one Sentinel-managed primary) on the ring.

@@ -249,6 +249,22 @@ func (c *Client) dial(s Shard, kind connKind, onConnect func(context.Context, *r
 		f := *s.Failover
 		fo = &f
 	}
+	if kind == connCommand || kind == connReader {
+		// Every connection that carries data is admitted by the fleet's
+		// fence (fleet_fence.go), after the caller's own step.
+		if gate := c.fleetOnConnect(s); gate != nil {
+			if own := onConnect; own != nil {
+				onConnect = func(ctx context.Context, cn *redis.Conn) error {
+					if err := own(ctx, cn); err != nil {
+						return err
+					}
+					return gate(ctx, cn)
+				}
+			} else {
+				onConnect = gate
+			}
+		}
+	}
 	hb := c.cfg.health.Timeout
 	apply := func(protocol *int, poolSize, minIdle, maxIdle, maxActive, maxRetries *int,
 		dial, read, write, pool *time.Duration, ctxTimeout *bool,

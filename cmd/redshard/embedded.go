@@ -8,6 +8,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/internal/miniadmin"
 )
 
 // embedded is a set of in-process miniredis shards, shard-0, shard-1, ...,
@@ -50,6 +51,7 @@ func (e *embedded) start(weight float64) (redshard.Shard, error) {
 	if err := m.Start(); err != nil {
 		return redshard.Shard{}, fmt.Errorf("starting an embedded shard: %w", err)
 	}
+	miniadmin.Install(m) // CLIENT LIST and KILL, which a fleet's driver uses
 	s := redshard.Shard{Name: "shard-" + strconv.Itoa(len(e.servers)), Addr: m.Addr(), Weight: weight}
 	e.servers = append(e.servers, m)
 	e.shards = append(e.shards, s)

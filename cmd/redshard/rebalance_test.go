@@ -14,6 +14,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/internal/miniadmin"
 )
 
 // miniFleet is a set of miniredis shards started by a test.
@@ -27,6 +28,7 @@ func startMiniFleet(t *testing.T, names ...string) *miniFleet {
 	f := &miniFleet{mini: map[string]*miniredis.Miniredis{}}
 	for _, n := range names {
 		m := miniredis.RunT(t)
+		miniadmin.Install(m)
 		f.mini[n] = m
 		f.shards = append(f.shards, redshard.Shard{Name: n, Addr: m.Addr(), Weight: 1})
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/internal/miniadmin"
 	"github.com/redshard/redshard/registry"
 )
 
@@ -90,6 +91,7 @@ func demo(ctx context.Context, out io.Writer, o demoOptions) (*totals, error) {
 		if err != nil {
 			return "", err
 		}
+		miniadmin.Install(m) // CLIENT LIST and KILL, which the fleet's driver uses
 		servers = append(servers, m)
 		return m.Addr(), nil
 	}

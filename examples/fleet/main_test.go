@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/internal/miniadmin"
 	"github.com/redshard/redshard/registry"
 )
 
@@ -49,6 +50,7 @@ func TestFollowKeepsOtherKeys(t *testing.T) {
 	var servers []*miniredis.Miniredis
 	for _, name := range []string{"a", "b"} {
 		m := miniredis.RunT(t)
+		miniadmin.Install(m)
 		servers = append(servers, m)
 		shards = append(shards, map[string]any{"name": name, "addr": m.Addr()})
 		if err := m.Set("app:"+name, "not the demo's"); err != nil {

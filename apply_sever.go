@@ -1,0 +1,151 @@
+package redshard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard/registry"
+)
+
+// severRetry is how often the driver tries again to sever the connections
+// of dropped members when a server did not answer.
+const severRetry = 250 * time.Millisecond
+
+// sever closes, on every server of prev's and next's rings, every command
+// connection of a fleet member that has not acknowledged prev and is not
+// joining: a member the fleet dropped (its lease expired, or it came back
+// with an older acknowledgement than prev). It runs before next is
+// published, the phase that no longer waits for such a member, so what
+// such a member sends from then on reaches no server on a connection it
+// opened before: a new one must pass the member's admission, which a
+// dropped member's fails (fleet_fence.go). Members read just before the
+// sever are spared, so a process that joined meanwhile keeps its
+// connections; one that is joining has acknowledged nothing and read a
+// config no older than prev (it joins before it reads).
+//
+// A server that cannot be reached is tried again until ctx ends: a dropped
+// member's connection to it could carry a write once it answers again.
+func (d *driver) sever(ctx context.Context, prev, next registry.Config) error {
+	if prev.Version() == (registry.Version{}) {
+		return nil // nothing was published: nobody follows yet
+	}
+	shards, err := configServers(d.base.VnodesPerWeight, prev, next)
+	if err != nil {
+		return err
+	}
+	for {
+		err := d.severOnce(ctx, prev, shards)
+		if err == nil {
+			return nil
+		}
+		if isRedisError(err) {
+			return fmt.Errorf("redshard: apply: severing dropped members' connections before %s: %w "+
+				"(the driver needs CLIENT LIST and CLIENT KILL on every server: docs/membership.md, \"Fencing at the data\")", next.Version(), err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("redshard: apply: severing dropped members' connections before %s: %w (%v)", next.Version(), context.Cause(ctx), err)
+		case <-time.After(severRetry):
+		}
+	}
+}
+
+func (d *driver) severOnce(ctx context.Context, prev registry.Config, shards []Shard) error {
+	members, err := d.reg.Members(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the members: %w", err)
+	}
+	keep := make(map[string]bool, len(members))
+	for _, m := range members {
+		if v := m.Version(); v == (registry.Version{}) || !v.Less(prev.Version()) {
+			keep[connName(m.ID)] = true
+		}
+	}
+	errs := make([]error, len(shards))
+	killed := make([]int, len(shards))
+	parallel(len(shards), func(i int) {
+		cl := d.client.dial(shards[i], connCommand, nil)
+		defer cl.Close()
+		killed[i], errs[i] = severOn(ctx, cl, keep)
+		if errs[i] != nil {
+			errs[i] = fmt.Errorf("shard %s: %w", shards[i], errs[i])
+		}
+	})
+	for _, n := range killed {
+		d.severed += n
+	}
+	return errors.Join(errs...)
+}
+
+// severOn kills, on cl's server, the fleet connections whose name keep
+// does not hold; it returns how many it killed.
+func severOn(ctx context.Context, cl *redis.Client, keep map[string]bool) (int, error) {
+	list, err := cl.ClientList(ctx).Result()
+	if err != nil {
+		return 0, err
+	}
+	var ids []string
+	for line := range strings.Lines(list) {
+		var id, name string
+		for f := range strings.FieldsSeq(line) {
+			switch {
+			case strings.HasPrefix(f, "id="):
+				id = f[len("id="):]
+			case strings.HasPrefix(f, "name="):
+				name = f[len("name="):]
+			}
+		}
+		if id != "" && strings.HasPrefix(name, connNamePrefix) && !keep[name] {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	cmds, err := cl.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, id := range ids {
+			p.ClientKillByFilter(ctx, "ID", id)
+		}
+		return nil
+	})
+	n := 0
+	for _, c := range cmds {
+		if c.Err() == nil {
+			n++
+		}
+	}
+	// A connection that closed meanwhile is an error ("No such client"): gone either way.
+	if err != nil && !isRedisError(err) {
+		return n, err
+	}
+	return n, nil
+}
+
+// configServers lists, once each by identity, the servers of the configs'
+// documents.
+func configServers(vnodes int, cfgs ...registry.Config) ([]Shard, error) {
+	var shards []Shard
+	for _, cfg := range cfgs {
+		for _, doc := range []json.RawMessage{cfg.Doc, cfg.PrevDoc} {
+			if len(doc) == 0 {
+				continue
+			}
+			s, _, err := parseRingDoc(doc, vnodes)
+			if err != nil {
+				return nil, err
+			}
+			for _, sh := range s {
+				if !containsIdentity(shards, sh) {
+					shards = append(shards, sh)
+				}
+			}
+		}
+	}
+	return shards, nil
+}
