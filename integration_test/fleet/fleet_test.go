@@ -434,19 +434,9 @@ type entry struct {
 func (f *fleet) history(final []porcupine.Operation) []porcupine.Operation {
 	var ops []porcupine.Operation
 	for ci, p := range f.gone {
-		data, err := os.ReadFile(p.ledger)
-		if err != nil {
-			f.t.Fatal(err)
-		}
 		begun := map[int64]entry{}
 		ended := map[int64]entry{}
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			var e entry
-			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-				continue // a line cut by the kill
-			}
+		for _, e := range f.ledger(p) {
 			if e.Begin {
 				begun[e.Seq] = e
 			} else {
@@ -576,4 +566,121 @@ func freeAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// TestFleetPausedPastLease freezes a process (SIGSTOP) for longer than
+// its lease while a change that moves every key it writes completes, some
+// of its writes held in a shard hook (after redshard checked them, before
+// they are sent) as it freezes. Once it resumes, no write of its may land
+// on a key's previous owner: not those held across the pause, not those
+// it starts after it (its ledger tells them apart by start time). The
+// merged histories must be linearizable and no moved key may be left on
+// its previous owner.
+func TestFleetPausedPastLease(t *testing.T) {
+	needRedis(t)
+	t.Run("redis", func(t *testing.T) {
+		reg := redistest.Start(t)
+		pausedPastLease(t, newFleet(t, "redis://"+reg.Addr()+"/redshard:registry:paused"))
+	})
+	t.Run("etcd", func(t *testing.T) {
+		f := newFleet(t, "")
+		f.url = "etcd://" + startEtcd(t, f.bin) + "/redshard/paused"
+		pausedPastLease(t, f)
+	})
+}
+
+func pausedPastLease(t *testing.T, f *fleet) {
+	before := map[int]float64{0: 1, 1: 1, 2: 1}
+	after := map[int]float64{0: 1, 1: 1, 2: 1, 3: 1}
+	f.apply("seed", f.doc(before))
+	moving, from := f.moving(before, after)
+	if len(moving) == 0 {
+		t.Fatal("the change moves no key")
+	}
+	f.worker("p0")
+	f.worker("p1")
+	victim := f.worker("paused", "--only-keys", strings.Join(moving, ","), "--max-delay", "0")
+	time.Sleep(700 * time.Millisecond)
+
+	victim.signal(syscall.SIGWINCH) // hold its writes in flight
+	time.Sleep(100 * time.Millisecond)
+	victim.signal(syscall.SIGSTOP)
+	f.apply("add", f.doc(after)) // goes on without it once its lease is over
+	resumed := time.Now().UnixNano()
+	victim.signal(syscall.SIGCONT)
+	victim.signal(syscall.SIGWINCH) // the held writes go
+	time.Sleep(2 * time.Second)
+
+	for _, p := range slices.Clone(f.workers) {
+		t.Logf("%s: %v", p.id, p.stop(t))
+		f.remove(p)
+	}
+	ops := f.history(f.finalReads(after))
+	var acked, refused, failed int
+	for _, e := range f.ledger(victim) {
+		if e.Begin || e.Op == "get" || e.Call < resumed {
+			continue
+		}
+		switch {
+		case e.Refused:
+			refused++
+		case e.Err != "":
+			failed++
+		default:
+			acked++
+		}
+	}
+	t.Logf("writes started after the resume: %d acknowledged, %d refused, %d failed", acked, refused, failed)
+	misplaced := 0
+	for i, key := range moving {
+		rdb := redis.NewClient(&redis.Options{Addr: f.servers[from[i]].Addr()})
+		n, err := rdb.Exists(context.Background(), key).Result()
+		_ = rdb.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			misplaced++
+			t.Errorf("key %s is still on its previous owner s%d", key, from[i])
+		}
+	}
+	t.Logf("%d moving keys, %d misplaced", len(moving), misplaced)
+	check(t, ops)
+}
+
+// moving returns the keys of the key space whose owner differs between
+// the two rings, with their owner (a server index) on the first.
+func (f *fleet) moving(a, b map[int]float64) (keys []string, from []int) {
+	ca, cb := f.client(a), f.client(b)
+	defer ca.Close()
+	defer cb.Close()
+	for k := range keySpace {
+		key := fmt.Sprintf("k%03d", k)
+		na, _ := ca.ShardFor(key)
+		nb, _ := cb.ShardFor(key)
+		if na != nb {
+			var i int
+			fmt.Sscanf(na, "s%d", &i)
+			keys, from = append(keys, key), append(from, i)
+		}
+	}
+	return keys, from
+}
+
+// ledger reads p's ledger.
+func (f *fleet) ledger(p *proc) []entry {
+	data, err := os.ReadFile(p.ledger)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var out []entry
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var e entry
+		if json.Unmarshal(sc.Bytes(), &e) == nil { // else a line cut by a kill
+			out = append(out, e)
+		}
+	}
+	return out
 }

@@ -233,8 +233,16 @@ func work(args []string) error {
 	workers := fs.Int("workers", 4, "goroutines")
 	maxDelay := fs.Duration("max-delay", 300*time.Millisecond, "largest delay before a config is picked up")
 	pollOnly := fs.Bool("poll-only", false, "poll the registry instead of watching it")
+	onlyKeys := fs.String("only-keys", "", "comma-separated keys to use instead of k000...")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	keyNames := make([]string, *keys)
+	for i := range keyNames {
+		keyNames[i] = fmt.Sprintf("k%03d", i)
+	}
+	if *onlyKeys != "" {
+		keyNames = strings.Split(*onlyKeys, ",")
 	}
 	inner, closeReg, err := openRegistry(*regURL)
 	if err != nil {
@@ -254,9 +262,15 @@ func work(args []string) error {
 		return err
 	}
 	defer c.Close()
+	// SIGWINCH starts holding every SET and DEL in a shard hook, after
+	// redshard routed and checked it and before it is sent; the next
+	// SIGWINCH lets them go. Frozen (SIGSTOP) while held, a command is one
+	// that was checked before the pause and is sent after it.
+	var held holdGate
+	c.AddShardHook(func(redshard.Shard) redis.Hook { return &held })
 
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTERM, syscall.SIGINT)
+	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTERM, syscall.SIGINT, syscall.SIGWINCH)
 	ctx, stop := context.WithCancel(context.Background())
 	var tot Totals
 	var seq atomic.Int64
@@ -267,7 +281,7 @@ func work(args []string) error {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(*seed, uint64(w)))
 			for n := 0; ctx.Err() == nil; n++ {
-				key := fmt.Sprintf("k%03d", rng.IntN(*keys))
+				key := keyNames[rng.IntN(len(keyNames))]
 				e := Entry{Proc: *id, Seq: seq.Add(1), Key: key}
 				switch p := rng.IntN(100); {
 				case p < 45:
@@ -293,6 +307,9 @@ func work(args []string) error {
 			reg.cut.Store(false)
 			fmt.Fprintln(os.Stderr, "back")
 			continue
+		case syscall.SIGWINCH:
+			fmt.Fprintln(os.Stderr, "holding writes:", held.toggle())
+			continue
 		}
 		break
 	}
@@ -301,6 +318,44 @@ func work(args []string) error {
 	st, _ := c.FleetStatus()
 	tot.Version = st.Version
 	return json.NewEncoder(os.Stdout).Encode(tot)
+}
+
+// holdGate is the shard hook SIGWINCH closes and opens.
+type holdGate struct {
+	mu   sync.Mutex
+	gate chan struct{} // nil: open
+}
+
+func (h *holdGate) toggle() (holding bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.gate == nil {
+		h.gate = make(chan struct{})
+		return true
+	}
+	close(h.gate)
+	h.gate = nil
+	return false
+}
+
+func (h *holdGate) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *holdGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := cmd.Name(); name == "set" || name == "del" {
+			h.mu.Lock()
+			gate := h.gate
+			h.mu.Unlock()
+			if gate != nil {
+				<-gate
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *holdGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 // op runs one operation and records it. The operation runs with a
