@@ -304,6 +304,51 @@ func TestFleetHeldCommandEnds(t *testing.T) {
 	}
 }
 
+// TestFleetHeldCommandBounds holds commands in a Prepare that never ends
+// (no driver advances it): a command with a deadline fails with
+// ErrHandoffInProgress before that deadline, naming it, and one without
+// fails once FleetOptions.HoldTimeout has passed, naming that.
+func TestFleetHeldCommandBounds(t *testing.T) {
+	f := newFleet(t, 2)
+	ctx := context.Background()
+	f.apply(t, ctx, f.doc(1))
+	moving, staying := keyMoving(t, f, 1)
+	cur, _ := f.reg.Get(ctx)
+	if err := f.reg.Publish(ctx, cur, cur.Begin(f.doc(2), "stuck", "test")); err != nil {
+		t.Fatal(err)
+	}
+	open := func(hold time.Duration) *redshard.Client {
+		c, err := redshard.NewClient(&redshard.Options{Registry: f.open(t),
+			Fleet:  &redshard.FleetOptions{MemberID: fmt.Sprintf("held-%v", hold), HoldTimeout: hold},
+			Health: &redshard.HealthOptions{Disable: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+
+	c := open(time.Hour)
+	dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	err := c.Set(dctx, moving, "x", 0).Err()
+	if !errors.Is(err, redshard.ErrHandoffInProgress) || !strings.Contains(err.Error(), "the command's deadline") {
+		t.Errorf("held SET with a deadline: %v, want ErrHandoffInProgress naming the deadline", err)
+	}
+	if err := c.Set(ctx, staying, "x", 0).Err(); err != nil {
+		t.Errorf("SET of a key that stays, in Prepare: %v", err)
+	}
+
+	c = open(200 * time.Millisecond)
+	err = c.Set(ctx, moving, "x", 0).Err()
+	if !errors.Is(err, redshard.ErrHandoffInProgress) || !strings.Contains(err.Error(), "FleetOptions.HoldTimeout") {
+		t.Errorf("held SET without a deadline: %v, want ErrHandoffInProgress naming HoldTimeout", err)
+	}
+	if f.mini[0].Exists(moving) || f.mini[1].Exists(moving) {
+		t.Error("a refused SET was written")
+	}
+}
+
 // TestFleetRegistryDown: with no change in flight, the registry's server
 // going away stops nothing: the clients fence themselves, find every
 // server's beacon unchanged and serve every key; they come back when it
