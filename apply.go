@@ -68,6 +68,10 @@ type ApplyReport struct {
 	Phases []PhaseReport
 	// Rebalance is the data migration's report.
 	Rebalance RebalanceReport
+	// Restored, when set, says how Apply restored a registry that had
+	// lost the fleet's config (it held an older one, or none) from the
+	// servers' beacons before going on (ErrRegistryBehind).
+	Restored string
 	// Severed counts the connections of dropped members that Apply
 	// closed before publishing a phase without them (docs/membership.md,
 	// "Fencing at the data").
@@ -161,6 +165,11 @@ func (d *driver) run(ctx context.Context, doc json.RawMessage) error {
 	cur, err := d.reg.Get(ctx)
 	if err != nil {
 		return fmt.Errorf("redshard: apply: reading the registry: %w", err)
+	}
+	// A registry that lost its data is restored first: nothing older than
+	// what the fleet follows may be published (apply_restore.go).
+	if cur, err = d.restore(ctx, cur, doc); err != nil {
+		return err
 	}
 	d.rep.From = cur.Version()
 	if cur.Version() == (registry.Version{}) {
@@ -266,7 +275,10 @@ func (d *driver) awaitAcks(ctx context.Context, cfg registry.Config, published t
 	for {
 		members, err := d.reg.Members(ctx)
 		if err == nil {
-			late := registry.Acked(members, cfg.Version())
+			late, astray := registry.AckedConfig(members, cfg)
+			if len(astray) > 0 {
+				return astrayError(cfg, astray)
+			}
 			if d.opt.Progress != nil {
 				d.opt.Progress(ApplyProgress{Config: cfg, Members: members, Late: late, Waited: time.Since(published)})
 			}

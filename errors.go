@@ -88,6 +88,14 @@ var (
 	// than its lease: the fleet may have gone on without it. Other keys are
 	// served. It ends once the process has caught up with the registry.
 	ErrFenced = errors.New("redshard: fenced from the fleet's membership change")
+	// ErrRegistryBehind is returned (FleetStatus.Err; Apply) when a fleet's
+	// registry holds a config older than what the fleet has followed, or
+	// another config at the same version: it lost its data or was
+	// restored from an older copy. A process that sees it fences itself
+	// (it refuses the keys the servers' beacons say a change moves) until
+	// the registry is ahead again; Apply restores the registry from the
+	// servers' beacons (docs/operations.md).
+	ErrRegistryBehind = errors.New("redshard: the registry is behind the fleet")
 	// ErrFleetManaged is returned by SetShards on a client that follows a
 	// registry: its shard list changes with the fleet's (redshard apply).
 	ErrFleetManaged = errors.New("redshard: the shard list is managed by the registry")

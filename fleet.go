@@ -190,8 +190,8 @@ type follower struct {
 	applyMu sync.Mutex      // serialises apply
 	applied registry.Config // what the topology follows; guarded by applyMu
 
-	acked atomic.Pointer[registry.Version] // what heartbeats report
-	kick  chan struct{}                    // a heartbeat now, please
+	acked atomic.Pointer[acked] // what heartbeats report
+	kick  chan struct{}         // a heartbeat now, please
 
 	// lease is fresh while the last heartbeat that counts was sent less
 	// than half a lease ago (fenceMargin): read on the command path
@@ -261,13 +261,18 @@ func newFollower(c *Client, reg registry.Registry, fo *FleetOptions) (*follower,
 	return f, cfg, nil
 }
 
+// acked is what a process has acknowledged: a config's version and ID.
+type acked struct {
+	registry.Version
+	id string
+}
+
 // start registers the member and starts following: a watcher that applies
 // every newer config, and the heartbeat that acknowledges them and fences
 // the client when it fails for a lease.
 func (f *follower) start(first registry.Config) error {
 	f.applied = first
-	v := first.Version()
-	f.acked.Store(&v)
+	f.acked.Store(&acked{first.Version(), first.ID()})
 	ch, err := f.reg.Watch(f.ctx)
 	if err != nil {
 		f.cancel()
@@ -314,6 +319,12 @@ func (f *follower) setErr(err error) {
 	f.mu.Unlock()
 }
 
+func (f *follower) getErr() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
 // heartbeats reports the acknowledged version every quarter lease and on
 // every kick. A heartbeat renews the lease only if the lease was still
 // fresh when it was sent: one sent later may come after the fleet dropped
@@ -324,6 +335,7 @@ func (f *follower) setErr(err error) {
 func (f *follower) heartbeats() {
 	tick := time.NewTicker(f.ttl / 4)
 	defer tick.Stop()
+	beats := 0
 	for {
 		select {
 		case <-f.ctx.Done():
@@ -337,7 +349,12 @@ func (f *follower) heartbeats() {
 		}
 		if f.lease.FreshAt(sent) && !f.isFenced() {
 			f.lease.Renew(sent)
-			continue
+			// Once a lease, the registry is read back: one that lost its
+			// data says nothing through Watch (it only delivers newer
+			// configs), so this is where the process learns of it.
+			if beats++; beats%4 != 0 || !f.registryBehind() {
+				continue
+			}
 		}
 		f.fenceNow()
 		if !f.catchUp() {
@@ -358,11 +375,8 @@ func (f *follower) heartbeats() {
 // is seen here, and the fence stays until the process has caught up with
 // it (docs/membership.md, "Fencing at the data").
 func (f *follower) stillCurrent() bool {
-	ctx, cancel := context.WithTimeout(f.ctx, f.ttl/4)
-	defer cancel()
-	cfg, err := f.reg.Get(ctx)
-	if err != nil {
-		f.setErr(fmt.Errorf("redshard: reading the registry: %w", err))
+	cfg, ok := f.readRegistry()
+	if !ok {
 		return false
 	}
 	f.applyMu.Lock()
@@ -370,11 +384,55 @@ func (f *follower) stillCurrent() bool {
 	return !f.applied.Version().Less(cfg.Version())
 }
 
+// readRegistry reads the registry's config; ok is false, with the error
+// recorded, when it cannot be read or is behind what the client follows.
+func (f *follower) readRegistry() (cfg registry.Config, ok bool) {
+	ctx, cancel := context.WithTimeout(f.ctx, f.ttl/4)
+	defer cancel()
+	cfg, err := f.reg.Get(ctx)
+	if err != nil {
+		f.setErr(fmt.Errorf("redshard: reading the registry: %w", err))
+		return cfg, false
+	}
+	f.applyMu.Lock()
+	applied := f.applied
+	f.applyMu.Unlock()
+	if behind(cfg, applied) {
+		f.setErr(fmt.Errorf("%w: it holds %s (%s), this process follows %s (%s); run redshard apply to restore it from the servers' beacons",
+			ErrRegistryBehind, cfg.Version(), orNone(cfg.ID()), applied.Version(), orNone(applied.ID())))
+		return cfg, false
+	}
+	return cfg, true
+}
+
+// registryBehind reads the registry back and reports whether it is behind
+// the client (ErrRegistryBehind); a failed read is not.
+func (f *follower) registryBehind() bool {
+	_, ok := f.readRegistry()
+	return !ok && errors.Is(f.getErr(), ErrRegistryBehind)
+}
+
+// behind reports whether the registry's cfg is behind applied, what a
+// client follows: older, or the same version of another config.
+func behind(cfg, applied registry.Config) bool {
+	if cfg.Version().Less(applied.Version()) {
+		return true
+	}
+	return cfg.Version() == applied.Version() && cfg.ID() != applied.ID()
+}
+
+func orNone(id string) string {
+	if id == "" {
+		return "none"
+	}
+	return id
+}
+
 // heartbeat sends one heartbeat; it reports success.
 func (f *follower) heartbeat() bool {
 	m := f.me
-	v := *f.acked.Load()
-	m.Epoch, m.Phase, m.Fenced = v.Epoch, v.Phase, f.isFenced() || !f.lease.Fresh()
+	a := f.acked.Load()
+	m.Epoch, m.Phase, m.Config, m.Fenced = a.Epoch, a.Phase, a.id, f.isFenced() || !f.lease.Fresh()
 	sent := time.Now()
 	ctx, cancel := context.WithTimeout(f.ctx, f.ttl/4)
 	defer cancel()
@@ -411,17 +469,18 @@ func (c *Client) moveContext(ctx context.Context) (context.Context, context.Canc
 // catchUp reads the registry's config and applies it; it reports whether
 // the client now follows it.
 func (f *follower) catchUp() bool {
-	ctx, cancel := context.WithTimeout(f.ctx, f.ttl/4)
-	defer cancel()
-	cfg, err := f.reg.Get(ctx)
-	if err != nil {
-		f.setErr(fmt.Errorf("redshard: reading the registry: %w", err))
+	cfg, ok := f.readRegistry()
+	if !ok {
 		return false
 	}
 	f.apply(cfg)
 	f.applyMu.Lock()
 	defer f.applyMu.Unlock()
-	return !f.applied.Version().Less(cfg.Version())
+	if f.applied.Version().Less(cfg.Version()) {
+		return false
+	}
+	f.setErr(nil)
+	return true
 }
 
 // isFenced reports whether the current topology carries a fence: the
@@ -465,8 +524,7 @@ func (f *follower) apply(cfg registry.Config) {
 		waitIdle(f.ctx, old.flight)
 	}
 	f.applied = cfg
-	v := cfg.Version()
-	f.acked.Store(&v)
+	f.acked.Store(&acked{cfg.Version(), cfg.ID()})
 	f.setErr(nil)
 	select {
 	case f.kick <- struct{}{}:
@@ -823,9 +881,10 @@ func (c *Client) FleetStatus() (st FleetStatus, ok bool) {
 	if f == nil {
 		return FleetStatus{}, false
 	}
-	v := *f.acked.Load()
+	a := f.acked.Load()
+	v := a.Version
 	st.Member = f.me
-	st.Member.Epoch, st.Member.Phase = v.Epoch, v.Phase
+	st.Member.Epoch, st.Member.Phase, st.Member.Config = v.Epoch, v.Phase, a.id
 	st.Version = v
 	st.Fenced = f.isFenced() || !f.lease.Fresh()
 	st.Member.Fenced = st.Fenced

@@ -169,7 +169,7 @@ func (f *follower) fenceNow() {
 		if t.fence != nil {
 			return false
 		}
-		known := *f.acked.Load()
+		known := f.acked.Load().Version
 		f.mu.Lock()
 		since := f.sentOK
 		f.mu.Unlock()

@@ -2,6 +2,8 @@ package registry
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -98,10 +100,46 @@ type Config struct {
 	// Since is when this phase was built (the builder's clock, UTC); it is
 	// for operators ("migrating for 3h") and plays no part in ordering.
 	Since time.Time `json:"since,omitzero"`
+	// Restored, set only on a config that Restore built, says where the
+	// config was recovered from after the registry lost what it held.
+	Restored string `json:"restored,omitempty"`
 }
 
 // Version returns c's epoch and phase.
 func (c Config) Version() Version { return Version{c.Epoch, c.Phase} }
+
+// ID identifies c within its version: the change id while a change is in
+// flight, and a digest of the document when stable. Two configs with one
+// version but different IDs come from different histories (a registry that
+// lost its data and was given another config at the same epoch); an
+// acknowledgement counts only for the config whose version and ID it
+// names (AckedConfig).
+func (c Config) ID() string {
+	if c.InFlight() {
+		return c.Change
+	}
+	if len(c.Doc) == 0 {
+		return ""
+	}
+	var v any
+	if json.Unmarshal(c.Doc, &v) != nil {
+		return ""
+	}
+	canon, _ := json.Marshal(v) // as SameDoc compares
+	sum := sha256.Sum256(canon)
+	return "doc:" + hex.EncodeToString(sum[:8])
+}
+
+// Restore returns lost, the config the fleet last followed (read back from
+// where it survived: the servers' beacons), marked Restored with how, to
+// be published over a registry that lost it: prev is what the registry
+// holds now, nothing or an older config (CheckTransition).
+func Restore(lost Config, how string) Config {
+	r := lost
+	r.Restored = how
+	r.Since = now()
+	return r
+}
 
 // InFlight reports whether a change is in flight (Prepare, Migrate or
 // Commit).
@@ -134,7 +172,7 @@ func (c Config) Begin(doc json.RawMessage, change, driver string) Config {
 // when c is Stable (there is nothing to advance; Begin a change).
 func (c Config) Advance() (Config, error) {
 	n := c
-	n.Since = now()
+	n.Since, n.Restored = now(), ""
 	switch c.Phase {
 	case Prepare:
 		n.Phase = Migrate
@@ -171,6 +209,7 @@ func now() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
 //	Migrate e        → Commit e, same documents and change (Advance)
 //	Commit e         → Stable e, the same Doc (Advance)
 //	Prepare e        → Stable e+1 with prev's PrevDoc (Abort)
+//	anything older   → a config marked Restored (Restore), of any phase
 //
 // Every Doc must be a JSON object. Errors match ErrInvalidTransition.
 func CheckTransition(prev, next Config) error {
@@ -196,6 +235,10 @@ func CheckTransition(prev, next Config) error {
 			next.Change == prev.Change
 	}
 	switch {
+	case next.Restored != "":
+		if next.Epoch == 0 || !prev.Version().Less(next.Version()) {
+			return bad("a restored config must be newer than what the registry holds")
+		}
 	case prev.Version() == (Version{}):
 		if next.Phase != Stable || next.Epoch == 0 {
 			return bad("the first config must be stable with an epoch of at least 1")

@@ -240,3 +240,32 @@ func TestSameDoc(t *testing.T) {
 		}
 	}
 }
+
+// TestRestore: a restored config may follow what a registry that lost its
+// data holds (nothing, or an older config), in any phase, but never a
+// config that is not older; its next phase is an ordinary one.
+func TestRestore(t *testing.T) {
+	doc := json.RawMessage(`{"shards":[{"name":"a","addr":"127.0.0.1:1"}]}`)
+	two := json.RawMessage(`{"shards":[{"name":"a","addr":"127.0.0.1:1"},{"name":"b","addr":"127.0.0.1:2"}]}`)
+	stable := registry.Initial(doc)
+	migrate, err := stable.Begin(two, "c1", "d").Advance()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := registry.Restore(migrate, "from the beacons")
+	for _, prev := range []registry.Config{{}, stable} {
+		if err := registry.CheckTransition(prev, lost); err != nil {
+			t.Errorf("restoring %s over %s: %v", lost.Version(), prev.Version(), err)
+		}
+	}
+	if err := registry.CheckTransition(migrate, lost); !errors.Is(err, registry.ErrInvalidTransition) {
+		t.Errorf("restoring %s over itself: %v, want ErrInvalidTransition", lost.Version(), err)
+	}
+	next, err := lost.Advance()
+	if err != nil || next.Restored != "" || registry.CheckTransition(lost, next) != nil {
+		t.Errorf("the phase after a restored one: %+v, %v", next, err)
+	}
+	if lost.ID() != migrate.ID() || stable.ID() == registry.Initial(two).ID() {
+		t.Errorf("IDs: restored %q of %q; stable %q", lost.ID(), migrate.ID(), stable.ID())
+	}
+}

@@ -18,6 +18,9 @@ type Member struct {
 	// Epoch and Phase are the version the process has acknowledged.
 	Epoch uint64 `json:"epoch"`
 	Phase Phase  `json:"phase,omitempty"`
+	// Config is the ID (Config.ID) of the config the process has
+	// acknowledged: with Epoch and Phase it names that config exactly.
+	Config string `json:"config,omitempty"`
 	// Fenced says the process refuses keys a change could move, because
 	// it lost the registry for longer than its lease (DESIGN.md semantics
 	// 10), until it has caught up.
@@ -45,6 +48,31 @@ func Acked(members []Member, v Version) (late []Member) {
 		}
 	}
 	return late
+}
+
+// AckedConfig sorts the members by what they report of cfg: late have not
+// acknowledged it yet (their version is before it; a member that reports
+// nothing yet is joining), and astray report a config that is not cfg and
+// not before it, either a newer version or cfg's version with another ID.
+// A member astray has followed a config the registry no longer holds: the
+// registry lost data or was restored from an older copy, and a driver must
+// not count such a member as having acknowledged anything (redshard.Apply
+// restores the registry from the servers' beacons instead). A member that
+// reports cfg's version with no ID (a process older than Config IDs)
+// counts as having acknowledged it.
+func AckedConfig(members []Member, cfg Config) (late, astray []Member) {
+	v, id := cfg.Version(), cfg.ID()
+	for _, m := range members {
+		mv := m.Version()
+		switch {
+		case mv.Less(v):
+			late = append(late, m)
+		case mv == v && (m.Config == "" || m.Config == id):
+		default:
+			astray = append(astray, m)
+		}
+	}
+	return late, astray
 }
 
 // EncodeMember stamps m.Seen with now and returns it as the registry stores

@@ -256,6 +256,9 @@ func applyError(ctx context.Context, reg registry.Registry, err error) error {
 // writeApplyReport prints what Apply did: each phase's propagation and the
 // data migration's report.
 func writeApplyReport(w io.Writer, rep redshard.ApplyReport) {
+	if rep.Restored != "" {
+		fmt.Fprintf(w, "the registry had lost the fleet's config: %s\n", rep.Restored)
+	}
 	if rep.Unchanged {
 		fmt.Fprintf(w, "the fleet is on %s; nothing was published\n", rep.To)
 		return
@@ -268,6 +271,9 @@ func writeApplyReport(w io.Writer, rep redshard.ApplyReport) {
 			t.add(ph.Version.String(), age(ph.Acked), fmt.Sprint(ph.Members))
 		}
 		t.write(w)
+	}
+	if rep.Severed > 0 {
+		fmt.Fprintf(w, "\nsevered %d connections of processes the fleet dropped\n", rep.Severed)
 	}
 	if rep.Rebalance.Epoch != 0 || rep.Rebalance.Scanned != 0 {
 		// The report's ring epoch is the driver client's own counter, not

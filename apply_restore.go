@@ -1,0 +1,145 @@
+package redshard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard/registry"
+)
+
+// A registry can forget: FLUSHALL, a restart without persistence, a
+// failover to an empty replica, an etcd restored from an old snapshot.
+// The fleet has not forgotten: every server of the rings holds the beacon
+// of the last phase published (writeBeacons) and every live member reports
+// the config it acknowledged (registry.Member.Config). Before it publishes
+// anything, the driver compares the registry with both, and if the
+// registry is behind it publishes, over what the registry holds, the
+// config the fleet last followed (registry.Restore), then goes on from
+// there as from any config. docs/membership.md, "A registry that forgets".
+
+// beaconConfig is what one server's beacon says.
+type beaconConfig struct {
+	server Shard
+	cfg    registry.Config
+}
+
+// restore checks cur, what the registry holds, against the beacons of the
+// servers of cur's documents and of doc, and against the live members; it
+// returns the config to go on from: cur, or the restored config it
+// published over cur.
+func (d *driver) restore(ctx context.Context, cur registry.Config, doc json.RawMessage) (registry.Config, error) {
+	beacons, err := d.readBeacons(ctx, cur, registry.Config{Doc: doc})
+	if err != nil {
+		return cur, err
+	}
+	members, err := d.reg.Members(ctx)
+	if err != nil {
+		return cur, fmt.Errorf("redshard: apply: reading the members: %w", err)
+	}
+	var top *beaconConfig
+	for i := range beacons {
+		b := &beacons[i]
+		switch {
+		case top == nil || top.cfg.Version().Less(b.cfg.Version()):
+			top = b
+		case top.cfg.Version() == b.cfg.Version() && top.cfg.ID() != b.cfg.ID():
+			return cur, fmt.Errorf("%w: the beacons of %s and %s name two configs at %s (%s and %s); the servers belong to two fleets, or a registry that lost its data was given a new config: resolve it by hand (docs/operations.md)",
+				ErrRegistryBehind, top.server, b.server, b.cfg.Version(), top.cfg.ID(), b.cfg.ID())
+		}
+	}
+	if top == nil || !behind(cur, top.cfg) {
+		// The beacons agree with the registry, or are one step ahead of
+		// it: a driver writes the next Prepare's beacons just before it
+		// publishes it, and may have stopped in between.
+		if top != nil && top.cfg.Phase == registry.Prepare && registry.CheckTransition(cur, top.cfg) == nil {
+			return cur, nil
+		}
+		if _, astray := registry.AckedConfig(members, cur); len(astray) > 0 {
+			return cur, fmt.Errorf("%w: it holds %s, but member %s reports %s (%s) and no server's beacon holds that config: it cannot be restored from them",
+				ErrRegistryBehind, cur.Version(), astray[0].ID, astray[0].Version(), orNone(astray[0].Config))
+		}
+		return cur, nil
+	}
+	if top.cfg.Phase == registry.Prepare && registry.CheckTransition(cur, top.cfg) == nil {
+		return cur, nil // the next Prepare, written by a driver that stopped before publishing it
+	}
+	lost := top.cfg
+	for _, m := range members {
+		if lost.Version().Less(m.Version()) {
+			return cur, fmt.Errorf("%w: member %s reports %s, newer than every beacon (%s on %s): not restoring",
+				ErrRegistryBehind, m.ID, m.Version(), lost.Version(), top.server)
+		}
+	}
+	if !cur.Version().Less(lost.Version()) {
+		return cur, fmt.Errorf("%w: it holds %s (%s), and the servers' beacons hold %s of another config (%s); resolve it by hand (docs/operations.md)",
+			ErrRegistryBehind, cur.Version(), orNone(cur.ID()), lost.Version(), lost.ID())
+	}
+	how := fmt.Sprintf("the registry held %s; restored %s from the beacons of %d servers (the newest on %s) and %d live members",
+		cur.Version(), lost.Version(), len(beacons), top.server, len(members))
+	restored := registry.Restore(lost, how)
+	if err := d.reg.Publish(ctx, cur, restored); err != nil {
+		return cur, fmt.Errorf("redshard: apply: restoring the registry to %s: %w", lost.Version(), err)
+	}
+	d.rep.Restored = how
+	return restored, nil
+}
+
+// readBeacons reads the beacon of every server of the configs' documents.
+// A server that cannot be read fails the call: the config it holds could
+// be the newest.
+func (d *driver) readBeacons(ctx context.Context, cfgs ...registry.Config) ([]beaconConfig, error) {
+	shards, err := configServers(d.base.VnodesPerWeight, cfgs...)
+	if err != nil {
+		return nil, err
+	}
+	dialer := &Client{cfg: &config{opt: d.base}}
+	dialer.cfg.opt.Registry = nil
+	out := make([]*beaconConfig, len(shards))
+	errs := make([]error, len(shards))
+	parallel(len(shards), func(i int) {
+		cl := dialer.dial(shards[i], connCommand, nil)
+		defer cl.Close()
+		data, err := cl.Get(ctx, beaconKey).Bytes()
+		switch {
+		case errors.Is(err, redis.Nil):
+		case err != nil:
+			errs[i] = fmt.Errorf("shard %s: %w", shards[i], err)
+		default:
+			var cfg registry.Config
+			if err := json.Unmarshal(data, &cfg); err != nil {
+				errs[i] = fmt.Errorf("shard %s: beacon: %w", shards[i], err)
+				return
+			}
+			out[i] = &beaconConfig{shards[i], cfg}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("redshard: apply: reading the servers' beacons: %w", err)
+	}
+	var list []beaconConfig
+	for _, b := range out {
+		if b != nil {
+			list = append(list, *b)
+		}
+	}
+	return list, nil
+}
+
+// astrayError is what awaitAcks returns for members that report a config
+// the registry does not hold.
+func astrayError(cfg registry.Config, astray []registry.Member) error {
+	var b strings.Builder
+	for i, m := range astray {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s on %s (%s)", m.ID, m.Version(), orNone(m.Config))
+	}
+	return fmt.Errorf("%w: it holds %s (%s) but members report another config: %s; run apply again to restore it from the servers' beacons",
+		ErrRegistryBehind, cfg.Version(), orNone(cfg.ID()), b.String())
+}

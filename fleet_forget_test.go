@@ -1,0 +1,88 @@
+package redshard_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/registry"
+)
+
+// TestFleetRegistryForgets flushes the registry of a fleet at epoch 2: a
+// process following it says so (ErrRegistryBehind) and fences itself,
+// rather than ignoring it; the next Apply restores the registry from the
+// servers' beacons, above what the fleet followed, instead of publishing
+// epoch 1 "as if new", and the change it then applies moves the data:
+// every key is still there.
+func TestFleetRegistryForgets(t *testing.T) {
+	f := newFleet(t, 3)
+	ctx := context.Background()
+	f.apply(t, ctx, f.doc(2))
+	before := f.apply(t, ctx, f.doc(3)).To
+	c := f.client(t, f.open(t), "p")
+	for i := range 200 {
+		if err := c.Set(ctx, fmt.Sprintf("key:%d", i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	f.regm.FlushAll()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		st, _ := c.FleetStatus()
+		if errors.Is(st.Err, redshard.ErrRegistryBehind) && st.Fenced {
+			t.Logf("the process says: %v", st.Err)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("15s after the registry lost its data the process reports %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	rep := f.apply(t, ctx, f.doc(2))
+	t.Logf("apply: %s; %s → %s", rep.Restored, rep.From, rep.To)
+	if rep.Restored == "" || !strings.Contains(rep.Restored, before.String()) {
+		t.Errorf("Apply over a flushed registry did not restore %s: %+v", before, rep)
+	}
+	if !before.Less(rep.To) {
+		t.Errorf("Apply went from %s to %s: epochs went backwards", before, rep.To)
+	}
+	cur, err := f.reg.Get(ctx)
+	if err != nil || cur.Version() != rep.To {
+		t.Fatalf("the registry holds %s (%v), want %s", cur.Version(), err, rep.To)
+	}
+	waitFenced(t, c, false)
+	if st, _ := c.FleetStatus(); st.Version != rep.To || st.Err != nil {
+		t.Errorf("the process follows %s (err %v), want %s", st.Version, st.Err, rep.To)
+	}
+	for i := range 200 {
+		k := fmt.Sprintf("key:%d", i)
+		if n, err := c.Get(ctx, k).Int(); err != nil || n != i {
+			t.Errorf("GET %s after the restore and a change: %d, %v", k, n, err)
+		}
+	}
+}
+
+// TestAckedConfig: an acknowledgement names a config, not only a version.
+func TestAckedConfig(t *testing.T) {
+	a := registry.Initial([]byte(`{"shards":[{"name":"a","addr":"127.0.0.1:1"}]}`))
+	b := registry.Initial([]byte(`{"shards":[{"name":"b","addr":"127.0.0.1:2"}]}`))
+	if a.ID() == b.ID() {
+		t.Fatalf("two stable configs of one epoch have one ID %q", a.ID())
+	}
+	members := []registry.Member{
+		{ID: "on-a", Epoch: 1, Phase: registry.Stable, Config: a.ID()},
+		{ID: "on-b", Epoch: 1, Phase: registry.Stable, Config: b.ID()},
+		{ID: "ahead", Epoch: 2, Phase: registry.Prepare, Config: "x"},
+		{ID: "joining"},
+	}
+	late, astray := registry.AckedConfig(members, a)
+	if len(late) != 1 || late[0].ID != "joining" || len(astray) != 2 || astray[0].ID != "on-b" || astray[1].ID != "ahead" {
+		t.Errorf("AckedConfig: late %v, astray %v", late, astray)
+	}
+}
