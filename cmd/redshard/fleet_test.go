@@ -362,6 +362,17 @@ func TestStatusOutput(t *testing.T) {
 	if !strings.Contains(b.String(), "none published yet") {
 		t.Errorf("status of an empty registry:\n%s", b.String())
 	}
+
+	// A registry that lost its data while the fleet was in a change: the
+	// summary must not say "all on none" over rows on epoch 5 migrate.
+	b.Reset()
+	if err := writeStatus(&b, u, registry.Config{}, members, now); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); strings.Contains(out, "all on") || !strings.Contains(out, "3 live processes, 3 AHEAD OF THE REGISTRY") ||
+		strings.Count(out, "AHEAD") != 4 {
+		t.Errorf("status of a registry behind its fleet:\n%s", out)
+	}
 }
 
 func TestPhaseDisplay(t *testing.T) {

@@ -79,23 +79,31 @@ func writeStatus(w io.Writer, u registryURL, cfg registry.Config, members []regi
 		writeShardChanges(w, prev, shards, cfg.InFlight())
 	}
 
-	late := registry.Acked(members, cfg.Version())
+	late, astray := registry.AckedConfig(members, cfg)
 	fmt.Fprintln(w)
+	n := fmt.Sprintf("%d live %s", len(members), plural(len(members), "process", "processes"))
 	switch {
 	case len(members) == 0:
 		fmt.Fprintln(w, "no live process (none has sent a heartbeat within its member TTL)")
 		return nil
+	case len(astray) > 0:
+		fmt.Fprintf(w, "%s, %d AHEAD OF THE REGISTRY (on a config it does not hold: it lost its data or was restored from an older copy; redshard apply restores it from the servers' beacons), %d late\n",
+			n, len(astray), len(late))
 	case len(late) == 0:
-		fmt.Fprintf(w, "%d live %s, all on %s\n", len(members), plural(len(members), "process", "processes"), cfg.Version())
+		fmt.Fprintf(w, "%s, all on %s\n", n, cfg.Version())
 	default:
-		fmt.Fprintf(w, "%d live %s, %d late (not yet on %s)\n", len(members), plural(len(members), "process", "processes"), len(late), cfg.Version())
+		fmt.Fprintf(w, "%s, %d late (not yet on %s)\n", n, len(late), cfg.Version())
 	}
 	t := &table{align: "llrrlll"}
 	t.add("id", "host", "pid", "epoch", "phase", "fenced", "heartbeat", "")
 	for _, m := range members {
 		mark := ""
-		if slices.ContainsFunc(late, func(l registry.Member) bool { return l.ID == m.ID }) {
+		isMember := func(l registry.Member) bool { return l.ID == m.ID }
+		switch {
+		case slices.ContainsFunc(late, isMember):
 			mark = "late"
+		case slices.ContainsFunc(astray, isMember):
+			mark = "AHEAD"
 		}
 		fenced := "no"
 		if m.Fenced {
