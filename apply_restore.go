@@ -33,13 +33,48 @@ type beaconConfig struct {
 // returns the config to go on from: cur, or the restored config it
 // published over cur.
 func (d *driver) restore(ctx context.Context, cur registry.Config, doc json.RawMessage) (registry.Config, error) {
+	lost, how, err := d.lost(ctx, cur, doc)
+	if err != nil || how == "" {
+		return cur, err
+	}
+	restored := registry.Restore(lost, how)
+	if err := d.reg.Publish(ctx, cur, restored); err != nil {
+		return cur, fmt.Errorf("redshard: apply: restoring the registry to %s: %w", lost.Version(), err)
+	}
+	d.rep.Restored = how
+	return restored, nil
+}
+
+// RegistryBehind reports whether Apply of doc would first restore the
+// registry: ok is set, with the config the fleet follows (lost, read
+// back from the servers' beacons), when the registry holds an older config
+// than the fleet, or none. It changes nothing. It fails with
+// ErrRegistryBehind when the registry is behind but cannot be restored
+// from what the servers and the members say.
+func RegistryBehind(ctx context.Context, reg registry.Registry, doc json.RawMessage, opt *Options) (lost registry.Config, ok bool, err error) {
+	d := &driver{reg: reg, rep: &ApplyReport{}}
+	if opt != nil {
+		d.base = *opt
+	}
+	cur, err := reg.Get(ctx)
+	if err != nil {
+		return registry.Config{}, false, fmt.Errorf("redshard: reading the registry: %w", err)
+	}
+	lost, how, err := d.lost(ctx, cur, doc)
+	return lost, err == nil && how != "", err
+}
+
+// lost returns the config the fleet follows when the registry, holding
+// cur, is behind it, with an account of how it was found; how is empty
+// when the registry is not behind.
+func (d *driver) lost(ctx context.Context, cur registry.Config, doc json.RawMessage) (lost registry.Config, how string, err error) {
 	beacons, err := d.readBeacons(ctx, cur, registry.Config{Doc: doc})
 	if err != nil {
-		return cur, err
+		return lost, "", err
 	}
 	members, err := d.reg.Members(ctx)
 	if err != nil {
-		return cur, fmt.Errorf("redshard: apply: reading the members: %w", err)
+		return lost, "", fmt.Errorf("redshard: apply: reading the members: %w", err)
 	}
 	var top *beaconConfig
 	for i := range beacons {
@@ -48,45 +83,34 @@ func (d *driver) restore(ctx context.Context, cur registry.Config, doc json.RawM
 		case top == nil || top.cfg.Version().Less(b.cfg.Version()):
 			top = b
 		case top.cfg.Version() == b.cfg.Version() && top.cfg.ID() != b.cfg.ID():
-			return cur, fmt.Errorf("%w: the beacons of %s and %s name two configs at %s (%s and %s); the servers belong to two fleets, or a registry that lost its data was given a new config: resolve it by hand (docs/operations.md)",
+			return lost, "", fmt.Errorf("%w: the beacons of %s and %s name two configs at %s (%s and %s); the servers belong to two fleets, or a registry that lost its data was given a new config: resolve it by hand (docs/operations.md)",
 				ErrRegistryBehind, top.server, b.server, b.cfg.Version(), top.cfg.ID(), b.cfg.ID())
 		}
 	}
-	if top == nil || !behind(cur, top.cfg) {
-		// The beacons agree with the registry, or are one step ahead of
-		// it: a driver writes the next Prepare's beacons just before it
-		// publishes it, and may have stopped in between.
-		if top != nil && top.cfg.Phase == registry.Prepare && registry.CheckTransition(cur, top.cfg) == nil {
-			return cur, nil
-		}
-		if _, astray := registry.AckedConfig(members, cur); len(astray) > 0 {
-			return cur, fmt.Errorf("%w: it holds %s, but member %s reports %s (%s) and no server's beacon holds that config: it cannot be restored from them",
+	// A driver writes the next Prepare's beacons just before it publishes
+	// it, and may have stopped in between: not a loss.
+	nextPrepare := top != nil && top.cfg.Phase == registry.Prepare && registry.CheckTransition(cur, top.cfg) == nil
+	if top == nil || nextPrepare || !behind(cur, top.cfg) {
+		if _, astray := registry.AckedConfig(members, cur); len(astray) > 0 && !nextPrepare {
+			return lost, "", fmt.Errorf("%w: it holds %s, but member %s reports %s (%s) and no server's beacon holds that config: it cannot be restored from them",
 				ErrRegistryBehind, cur.Version(), astray[0].ID, astray[0].Version(), orNone(astray[0].Config))
 		}
-		return cur, nil
+		return lost, "", nil
 	}
-	if top.cfg.Phase == registry.Prepare && registry.CheckTransition(cur, top.cfg) == nil {
-		return cur, nil // the next Prepare, written by a driver that stopped before publishing it
-	}
-	lost := top.cfg
+	lost = top.cfg
 	for _, m := range members {
 		if lost.Version().Less(m.Version()) {
-			return cur, fmt.Errorf("%w: member %s reports %s, newer than every beacon (%s on %s): not restoring",
+			return registry.Config{}, "", fmt.Errorf("%w: member %s reports %s, newer than every beacon (%s on %s): not restoring",
 				ErrRegistryBehind, m.ID, m.Version(), lost.Version(), top.server)
 		}
 	}
 	if !cur.Version().Less(lost.Version()) {
-		return cur, fmt.Errorf("%w: it holds %s (%s), and the servers' beacons hold %s of another config (%s); resolve it by hand (docs/operations.md)",
+		return registry.Config{}, "", fmt.Errorf("%w: it holds %s (%s), and the servers' beacons hold %s of another config (%s); resolve it by hand (docs/operations.md)",
 			ErrRegistryBehind, cur.Version(), orNone(cur.ID()), lost.Version(), lost.ID())
 	}
-	how := fmt.Sprintf("the registry held %s; restored %s from the beacons of %d servers (the newest on %s) and %d live members",
+	how = fmt.Sprintf("the registry held %s; restored %s from the beacons of %d servers (the newest on %s) and %d live members",
 		cur.Version(), lost.Version(), len(beacons), top.server, len(members))
-	restored := registry.Restore(lost, how)
-	if err := d.reg.Publish(ctx, cur, restored); err != nil {
-		return cur, fmt.Errorf("redshard: apply: restoring the registry to %s: %w", lost.Version(), err)
-	}
-	d.rep.Restored = how
-	return restored, nil
+	return lost, how, nil
 }
 
 // readBeacons reads the beacon of every server of the configs' documents.

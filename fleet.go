@@ -355,6 +355,7 @@ func (f *follower) heartbeats() {
 			if beats++; beats%4 != 0 || !f.registryBehind() {
 				continue
 			}
+			f.fenceFor(f.getErr().Error())
 		}
 		f.fenceNow()
 		if !f.catchUp() {

@@ -164,18 +164,24 @@ func (c *Client) fleetOnConnect(s Shard) func(context.Context, *redis.Conn) erro
 
 // fenceNow fences the process, unless it is already: its commands from now
 // on are checked as a fenced process's.
-func (f *follower) fenceNow() {
+func (f *follower) fenceNow() { f.fenceFor("") }
+
+// fenceFor is fenceNow with the reason commands refused are given; empty:
+// the lease ran out.
+func (f *follower) fenceFor(reason string) {
 	f.newRegime(func(t *topology) bool {
 		if t.fence != nil {
 			return false
 		}
 		known := f.acked.Load().Version
-		f.mu.Lock()
-		since := f.sentOK
-		f.mu.Unlock()
-		t.fence = &fence{f: f, known: known, vnodes: f.c.cfg.opt.VnodesPerWeight, cache: &beaconCache{},
-			reason: fmt.Sprintf("no heartbeat of this process has reached the registry since %s (lease %v)",
-				since.UTC().Format(time.RFC3339Nano), f.ttl)}
+		if reason == "" {
+			f.mu.Lock()
+			since := f.sentOK
+			f.mu.Unlock()
+			reason = fmt.Sprintf("no heartbeat of this process has reached the registry since %s (lease %v)",
+				since.UTC().Format(time.RFC3339Nano), f.ttl)
+		}
+		t.fence = &fence{f: f, known: known, vnodes: f.c.cfg.opt.VnodesPerWeight, cache: &beaconCache{}, reason: reason}
 		return true
 	})
 }

@@ -95,7 +95,17 @@ $REDSHARD_REGISTRY_PASSWORD) or etcd://host:port/PREFIX.`)
 	if err != nil {
 		return fmt.Errorf("reading the registry %s: %w", u, err)
 	}
-	if done, err := writeApplyPlan(stdout, cur, doc, opt.VnodesPerWeight); done || err != nil {
+	base := &redshard.Options{ShardOptions: opt.ShardOptions, VnodesPerWeight: opt.VnodesPerWeight, Health: opt.Health}
+	lost, restore, err := redshard.RegistryBehind(ctx, reg, doc, base)
+	if err != nil {
+		return applyError(ctx, reg, err)
+	}
+	if restore {
+		fmt.Fprintf(stdout, "the registry lost the fleet's config: it holds %s, but the servers' beacons and the live processes follow %s;\n"+
+			"apply publishes that config again first (nothing older may be published), then goes on from it\n\n", cur.Version(), lost.Version())
+		cur = lost
+	}
+	if done, err := writeApplyPlan(stdout, cur, doc, opt.VnodesPerWeight); err != nil || (done && !restore) {
 		return err
 	}
 	fmt.Fprintln(stdout)
@@ -116,7 +126,7 @@ $REDSHARD_REGISTRY_PASSWORD) or etcd://host:port/PREFIX.`)
 	}
 	ao := redshard.ApplyOptions{
 		Driver: *driver,
-		Client: &redshard.Options{ShardOptions: opt.ShardOptions, VnodesPerWeight: opt.VnodesPerWeight, Health: opt.Health},
+		Client: base,
 		Rebalance: redshard.RebalanceOptions{
 			BatchSize: *batch,
 			Rate:      *rate,
@@ -257,7 +267,11 @@ func applyError(ctx context.Context, reg registry.Registry, err error) error {
 // data migration's report.
 func writeApplyReport(w io.Writer, rep redshard.ApplyReport) {
 	if rep.Restored != "" {
-		fmt.Fprintf(w, "the registry had lost the fleet's config: %s\n", rep.Restored)
+		fmt.Fprintf(w, "restored: %s\n", rep.Restored)
+	}
+	if rep.Unchanged && rep.Restored != "" {
+		fmt.Fprintf(w, "the fleet is on %s, restored; nothing else was published\n", rep.To)
+		return
 	}
 	if rep.Unchanged {
 		fmt.Fprintf(w, "the fleet is on %s; nothing was published\n", rep.To)

@@ -51,9 +51,13 @@ $REDSHARD_REGISTRY_PASSWORD) or etcd://host:port/PREFIX.`)
 // writeStatus prints a registry's config and members as of now.
 func writeStatus(w io.Writer, u registryURL, cfg registry.Config, members []registry.Member, now time.Time) error {
 	fmt.Fprintf(w, "registry: %s\n", u)
-	if cfg.Version() == (registry.Version{}) {
+	late, astray := registry.AckedConfig(members, cfg)
+	switch {
+	case cfg.Version() == (registry.Version{}) && len(astray) > 0:
+		fmt.Fprintln(w, "config:   none, yet live processes follow one: the registry lost its data (redshard apply restores it from the servers' beacons)")
+	case cfg.Version() == (registry.Version{}):
 		fmt.Fprintln(w, "config:   none published yet (redshard apply --config FILE publishes the first, as epoch 1)")
-	} else {
+	default:
 		shards, vnodes, err := decodeRingDoc(cfg.Doc)
 		if err != nil {
 			return err
@@ -79,7 +83,6 @@ func writeStatus(w io.Writer, u registryURL, cfg registry.Config, members []regi
 		writeShardChanges(w, prev, shards, cfg.InFlight())
 	}
 
-	late, astray := registry.AckedConfig(members, cfg)
 	fmt.Fprintln(w)
 	n := fmt.Sprintf("%d live %s", len(members), plural(len(members), "process", "processes"))
 	switch {
