@@ -44,6 +44,13 @@ func TestFleetRegistryForgets(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
+	// The same config again: restored, and nothing else published.
+	same := f.apply(t, ctx, f.doc(3))
+	if same.Restored == "" || !same.Unchanged || same.To != before {
+		t.Errorf("Apply of the same config over a flushed registry: %+v, want it restored and unchanged at %s", same, before)
+	}
+	f.regm.FlushAll()
+
 	rep := f.apply(t, ctx, f.doc(2))
 	t.Logf("apply: %s; %s → %s", rep.Restored, rep.From, rep.To)
 	if rep.Restored == "" || !strings.Contains(rep.Restored, before.String()) {
