@@ -79,8 +79,9 @@ type Server struct {
 	sentinel string // see Sentinel; "" for a plain server
 	port     int
 
-	mu   sync.Mutex // guards proc
-	proc *process   // the running server; nil when stopped or killed
+	mu      sync.Mutex // guards proc and lastDir
+	proc    *process   // the running server; nil when stopped or killed
+	lastDir string     // the directory of the last run
 }
 
 // process is one run of redis-server.
@@ -186,9 +187,16 @@ func (s *Server) Stop() {
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
 	s.Kill()
+	s.relaunch(t, "restart", s.launch)
+}
+
+// relaunch runs launch, retrying for a few seconds while the port cannot
+// be bound yet, then calls t.Fatal.
+func (s *Server) relaunch(t testing.TB, what string, launch func() error) {
+	t.Helper()
 	var err error
 	for range rebindRetries {
-		if err = s.launch(); err == nil {
+		if err = launch(); err == nil {
 			return
 		}
 		var be *bindError
@@ -197,7 +205,7 @@ func (s *Server) Restart(t testing.TB) {
 		}
 		time.Sleep(rebindPause)
 	}
-	t.Fatalf("redistest: restart on %s: %v", s.Addr(), err)
+	t.Fatalf("redistest: %s on %s: %v", what, s.Addr(), err)
 }
 
 // Freeze stops the process with SIGSTOP: it keeps its connections open but
@@ -238,7 +246,28 @@ func (s *Server) launch() error {
 	if err != nil {
 		return err
 	}
-	out, err := os.Create(filepath.Join(dir, "stdout.log"))
+	return s.launchIn(dir)
+}
+
+// Recover starts the server again on the same port after killing it if
+// it is running, in the directory of its last run: with persistence on
+// (Args("--appendonly", "yes", "--appendfsync", "always")), it comes back
+// with every write it acknowledged, as a crashed server restarted on its
+// disk does.
+func (s *Server) Recover(t testing.TB) {
+	t.Helper()
+	s.Kill()
+	s.mu.Lock()
+	dir := s.lastDir
+	s.mu.Unlock()
+	s.relaunch(t, "recover", func() error { return s.launchIn(dir) })
+}
+
+func (s *Server) launchIn(dir string) error {
+	s.mu.Lock()
+	s.lastDir = dir
+	s.mu.Unlock()
+	out, err := os.OpenFile(filepath.Join(dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
