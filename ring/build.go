@@ -14,7 +14,7 @@ import (
 
 // New builds the ring for nodes. The order of nodes does not matter. cfg may
 // be nil for the defaults; New does not retain cfg. Errors wrap ErrNoNodes,
-// ErrInvalidVnodes, ErrEmptyName, ErrInvalidWeight, ErrDuplicateName or
+// ErrInvalidRecipe, ErrInvalidVnodes, ErrEmptyName, ErrInvalidWeight, ErrDuplicateName or
 // ErrTooManyPoints; New never panics on bad input.
 func New(nodes []Node, cfg *Config) (*Ring, error) {
 	var c Config
@@ -24,16 +24,29 @@ func New(nodes []Node, cfg *Config) (*Ring, error) {
 	if c.VnodesPerWeight < 0 {
 		return nil, fmt.Errorf("%w: got %d", ErrInvalidVnodes, c.VnodesPerWeight)
 	}
-	if c.VnodesPerWeight == 0 {
-		c.VnodesPerWeight = DefaultVnodesPerWeight
+	switch c.Recipe {
+	case 0, Recipe1:
+		c.Recipe = Recipe1
+		if c.VnodesPerWeight == 0 {
+			c.VnodesPerWeight = DefaultVnodesPerWeight
+		}
+	case Recipe2:
+		if c.VnodesPerWeight == 0 {
+			c.VnodesPerWeight = DefaultVnodesPerWeight2
+		}
+	default:
+		return nil, fmt.Errorf("%w: got %d", ErrInvalidRecipe, c.Recipe)
 	}
 	ns, counts, total, err := prepare(nodes, c.VnodesPerWeight)
 	if err != nil {
 		return nil, err
 	}
-	r := &Ring{nodes: ns, hash: c.Hash, vpw: c.VnodesPerWeight}
+	r := &Ring{nodes: ns, hash: c.Hash, vpw: c.VnodesPerWeight, recipe: c.Recipe}
 	starts := r.layout(total)
 	r.build(counts, starts)
+	if r.recipe == Recipe2 {
+		r.boundaries(starts)
+	}
 	r.pack(r.points, starts)
 	r.points = nil
 	return r, nil
@@ -328,6 +341,62 @@ func (r *Ring) sortParts(parts, starts []uint32, lo, hi int, sub uint) {
 			bk[i], prev = prev, bk[i]
 		}
 	}
+}
+
+// boundaries turns r.points, the entries of the points in order with
+// starts[b] the first of bucket b, into the entries of their boundaries
+// under Recipe2, and starts into the boundaries' buckets. Point j's
+// boundary is p_j + floor(g_j/2), where g_j is the distance to the next
+// point clockwise (2^32 for a single point), so the arcs between
+// boundaries are the keys nearest each point, rounded up to the last
+// position of its block of 256 (so that only the top 24 bits of a key's
+// position matter, and a ring could store boundaries in 24 bits). The boundaries are in the
+// points' order, except that the last point's moves to the front when it
+// wraps past 2^32 (it is then below the first point's position, so below
+// every other boundary): one pass, no sort.
+func (r *Ring) boundaries(starts []uint32) {
+	n := len(r.points)
+	ob := r.ownerBits
+	nb := uint32(len(starts) - 1)
+	pos := make([]uint32, n)
+	for b := range nb {
+		for j := starts[b]; j < starts[b+1]; j++ {
+			pos[j] = b<<r.shift | r.points[j]>>ob
+		}
+	}
+	last := uint64(pos[n-1]) + (1<<32+uint64(pos[0])-uint64(pos[n-1]))/2
+	out := r.points[:n:cap(r.points)]
+	lastEntry := r.points[n-1] & r.ownerMask
+	first := 0 // where point 0's boundary goes
+	if last >= 1<<32 {
+		first = 1
+		copy(out[1:], out[:n-1]) // owners move up by one
+		out[0] = lastEntry
+	}
+	clear(starts)
+	bnd := func(j int) uint32 {
+		if j == n-1 {
+			return uint32(last)
+		}
+		return pos[j] + (pos[j+1]-pos[j])/2
+	}
+	emit := func(k int, b uint32) {
+		b |= 0xff // the last position of its block of 256
+		starts[b>>r.shift]++
+		out[k] = (b&r.offMask)<<ob | out[k]&r.ownerMask
+	}
+	if first == 1 {
+		emit(0, uint32(last))
+		for j := range n - 1 {
+			emit(j+1, bnd(j))
+		}
+	} else {
+		for j := range n {
+			emit(j, bnd(j))
+		}
+	}
+	exclusiveSum(starts[:nb], 0)
+	starts[nb] = uint32(n)
 }
 
 // exclusiveSum replaces each count with base plus the sum of those before.
