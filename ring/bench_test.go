@@ -239,3 +239,114 @@ func BenchmarkAddShard(b *testing.B) {
 		}
 	})
 }
+
+// maxShare is the hottest node's exact share over the mean (see Shares).
+func maxShare(r *ring.Ring) float64 {
+	hot := 0.0
+	for _, s := range r.Shares() {
+		hot = max(hot, s*float64(r.Len()))
+	}
+	return hot
+}
+
+// recipes are the placement recipes the benchmarks compare, each with its
+// default VnodesPerWeight.
+var recipes = []struct {
+	name string
+	cfg  *ring.Config
+}{
+	{"recipe1", nil},
+	{"recipe2", &ring.Config{Recipe: ring.Recipe2}},
+}
+
+// BenchmarkBuild builds rings of equal "shard-%d" nodes under each recipe.
+// Besides the time and allocations of a build it reports heap-B, the heap
+// one ring keeps alive, and balance, the hottest node's exact share over
+// the mean; both are deterministic.
+func BenchmarkBuild(b *testing.B) {
+	for _, rc := range recipes {
+		for _, n := range benchSizes {
+			b.Run(rc.name+"/"+strconv.Itoa(n), func(b *testing.B) {
+				nodes := shardNodes(n)
+				b.ReportAllocs()
+				for b.Loop() {
+					mustNew(b, nodes, rc.cfg)
+				}
+				b.ReportMetric(retained(func() any { return mustNew(b, nodes, rc.cfg) }), "heap-B")
+				b.ReportMetric(maxShare(mustNew(b, nodes, rc.cfg)), "balance")
+			})
+		}
+	}
+}
+
+// streamMemory reads and writes a buffer of size bytes, one word a cache
+// line, on its own goroutine until the returned function is called, as an
+// application around the ring would: the ring's lines are evicted from
+// the caches the two share.
+func streamMemory(size int) (stop func()) {
+	buf := make([]uint64, size/8)
+	var quit atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !quit.Load() {
+			for i := 0; i < len(buf); i += 8 {
+				buf[i]++
+			}
+		}
+	}()
+	return func() {
+		quit.Store(true)
+		<-done
+	}
+}
+
+// BenchmarkLookupCachePressure times LookupIndex on a ring of each recipe
+// and go-redis Ring's GetShardClientForKey (a rendezvous hash over every
+// shard) in alternating runs of 256 keys, while another goroutine streams
+// through 64 MB. ns/op is for one run of each; recipe1-ns, recipe2-ns and
+// goredis-ns are the time of one lookup, and goredis/recipe1 and
+// goredis/recipe2 the ratios in the same run, which the load of the
+// machine affects much less than the times.
+func BenchmarkLookupCachePressure(b *testing.B) {
+	const run = 256
+	for _, n := range benchSizes {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			rings := make([]*ring.Ring, len(recipes))
+			for i, rc := range recipes {
+				rings[i] = mustNew(b, shardNodes(n), rc.cfg)
+			}
+			rg := newGoRedisRing(b, n)
+			stop := streamMemory(64 << 20)
+			defer stop()
+			ours := make([]time.Duration, len(rings))
+			var theirs time.Duration
+			sum, k := 0, 0
+			b.ReportAllocs()
+			for b.Loop() {
+				for i, r := range rings {
+					t0 := time.Now()
+					for j := range run {
+						sum += r.LookupIndex(benchKeys[(k+j)&benchMask])
+					}
+					ours[i] += time.Since(t0)
+				}
+				t0 := time.Now()
+				for j := range run {
+					if _, err := rg.GetShardClientForKey(benchKeys[(k+j)&benchMask]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				theirs += time.Since(t0)
+				k += run
+			}
+			runtime.KeepAlive(sum)
+			lookups := float64(k)
+			b.ReportMetric(float64(theirs.Nanoseconds())/lookups, "goredis-ns")
+			for i, rc := range recipes {
+				b.ReportMetric(float64(ours[i].Nanoseconds())/lookups, rc.name+"-ns")
+				b.ReportMetric(float64(theirs)/float64(ours[i]), "goredis/"+rc.name)
+			}
+		})
+	}
+}
