@@ -86,3 +86,18 @@ func TestCrowdedIndex(t *testing.T) {
 		t.Errorf("ReplicaIndexes = %v", got)
 	}
 }
+
+// Under Recipe2 a bucket stays at least 256 positions wide however many
+// points a ring has, which boundaries relies on; Recipe1's grow narrower.
+func TestRecipe2BucketsWide(t *testing.T) {
+	for _, total := range []int{1, 1000, 1 << 20, 1 << 25, MaxPoints} {
+		for _, ob := range []uint{0, 10, recipe2Bits} {
+			if b := bucketBits(total, ob, Recipe2); b > recipe2Bits || b < ob {
+				t.Errorf("Recipe2, %d points, %d owner bits: %d bucket bits", total, ob, b)
+			}
+		}
+	}
+	if b := bucketBits(MaxPoints, 0, Recipe1); b != 25 {
+		t.Errorf("Recipe1, MaxPoints: %d bucket bits, want 25", b)
+	}
+}
