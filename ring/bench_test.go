@@ -318,64 +318,76 @@ func (g *keyGen) key(i int) string {
 // BenchmarkLookupCachePressure times LookupIndex on a ring of each recipe
 // and go-redis Ring's GetShardClientForKey (a rendezvous hash over every
 // shard) in alternating runs of 256 keys, while another goroutine streams
-// through 64 MB. ns/op is for one run of each. recipe1-ns, recipe2-ns and
+// through 64 MB (stream) or 64 KB, which stays in its core's caches
+// (quiet). ns/op is for one run of each. recipe1-ns, recipe2-ns and
 // goredis-ns are the median time of one lookup over the runs, floor-ns
 // that of making the key and hashing it alone, and goredis/recipe1 and
 // goredis/recipe2 the ratios of the medians in the same run: a run during
 // which another process had the core is an outlier the median ignores,
 // which a sum of the runs would not.
 func BenchmarkLookupCachePressure(b *testing.B) {
+	for _, load := range []struct {
+		name  string
+		bytes int
+	}{{"quiet", 64 << 10}, {"stream", 64 << 20}} {
+		for _, n := range benchSizes {
+			b.Run(load.name+"/"+strconv.Itoa(n), func(b *testing.B) {
+				lookupPressure(b, n, load.bytes)
+			})
+		}
+	}
+}
+
+// lookupPressure is one BenchmarkLookupCachePressure: n shards, and a
+// goroutine streaming through streamBytes.
+func lookupPressure(b *testing.B, n, streamBytes int) {
 	const run = 256
-	for _, n := range benchSizes {
-		b.Run(strconv.Itoa(n), func(b *testing.B) {
-			rings := make([]*ring.Ring, len(recipes))
-			for i, rc := range recipes {
-				rings[i] = mustNew(b, shardNodes(n), rc.cfg)
+	rings := make([]*ring.Ring, len(recipes))
+	for i, rc := range recipes {
+		rings[i] = mustNew(b, shardNodes(n), rc.cfg)
+	}
+	rg := newGoRedisRing(b, n)
+	stop := streamMemory(streamBytes)
+	defer stop()
+	// runs[i] for rings[i], then go-redis, then the floor.
+	runs := make([][]time.Duration, len(rings)+2)
+	var g keyGen
+	sum, k := 0, 0
+	var h uint64
+	for b.Loop() {
+		for i, r := range rings {
+			t0 := time.Now()
+			for j := range run {
+				sum += r.LookupIndex(g.key(k + j))
 			}
-			rg := newGoRedisRing(b, n)
-			stop := streamMemory(64 << 20)
-			defer stop()
-			// runs[i] for rings[i], then go-redis, then the floor.
-			runs := make([][]time.Duration, len(rings)+2)
-			var g keyGen
-			sum, k := 0, 0
-			var h uint64
-			for b.Loop() {
-				for i, r := range rings {
-					t0 := time.Now()
-					for j := range run {
-						sum += r.LookupIndex(g.key(k + j))
-					}
-					runs[i] = append(runs[i], time.Since(t0))
-				}
-				t0 := time.Now()
-				for j := range run {
-					if _, err := rg.GetShardClientForKey(g.key(k + j)); err != nil {
-						b.Fatal(err)
-					}
-				}
-				t1 := time.Now()
-				for j := range run {
-					h += xxhash.Sum64String(ring.HashTag(g.key(k + j)))
-				}
-				runs[len(rings)] = append(runs[len(rings)], t1.Sub(t0))
-				runs[len(rings)+1] = append(runs[len(rings)+1], time.Since(t1))
-				k += run
+			runs[i] = append(runs[i], time.Since(t0))
+		}
+		t0 := time.Now()
+		for j := range run {
+			if _, err := rg.GetShardClientForKey(g.key(k + j)); err != nil {
+				b.Fatal(err)
 			}
-			runtime.KeepAlive(sum)
-			runtime.KeepAlive(h)
-			median := func(d []time.Duration) float64 {
-				slices.Sort(d)
-				return float64(d[len(d)/2].Nanoseconds()) / run
-			}
-			theirs := median(runs[len(rings)])
-			b.ReportMetric(theirs, "goredis-ns")
-			b.ReportMetric(median(runs[len(rings)+1]), "floor-ns")
-			for i, rc := range recipes {
-				ours := median(runs[i])
-				b.ReportMetric(ours, rc.name+"-ns")
-				b.ReportMetric(theirs/ours, "goredis/"+rc.name)
-			}
-		})
+		}
+		t1 := time.Now()
+		for j := range run {
+			h += xxhash.Sum64String(ring.HashTag(g.key(k + j)))
+		}
+		runs[len(rings)] = append(runs[len(rings)], t1.Sub(t0))
+		runs[len(rings)+1] = append(runs[len(rings)+1], time.Since(t1))
+		k += run
+	}
+	runtime.KeepAlive(sum)
+	runtime.KeepAlive(h)
+	median := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2].Nanoseconds()) / run
+	}
+	theirs := median(runs[len(rings)])
+	b.ReportMetric(theirs, "goredis-ns")
+	b.ReportMetric(median(runs[len(rings)+1]), "floor-ns")
+	for i, rc := range recipes {
+		ours := median(runs[i])
+		b.ReportMetric(ours, rc.name+"-ns")
+		b.ReportMetric(theirs/ours, "goredis/"+rc.name)
 	}
 }
