@@ -238,7 +238,7 @@
 // less imbalance can name a larger VnodesPerWeight (2048: about 1.25 MB
 // for 100 nodes, 11 MB for 1000).
 //
-// # The default VnodesPerWeight, 8192
+// # The default VnodesPerWeight under Recipe1, 8192
 //
 // With p random points a node's share of the circle varies by about
 // 1/sqrt(p) of itself, so the hottest of N equal nodes sits some standard
