@@ -14,7 +14,7 @@ import (
 
 // New builds the ring for nodes. The order of nodes does not matter. cfg may
 // be nil for the defaults; New does not retain cfg. Errors wrap ErrNoNodes,
-// ErrInvalidVnodes, ErrEmptyName, ErrInvalidWeight, ErrDuplicateName or
+// ErrInvalidRecipe, ErrInvalidVnodes, ErrEmptyName, ErrInvalidWeight, ErrDuplicateName or
 // ErrTooManyPoints; New never panics on bad input.
 func New(nodes []Node, cfg *Config) (*Ring, error) {
 	var c Config
@@ -24,16 +24,32 @@ func New(nodes []Node, cfg *Config) (*Ring, error) {
 	if c.VnodesPerWeight < 0 {
 		return nil, fmt.Errorf("%w: got %d", ErrInvalidVnodes, c.VnodesPerWeight)
 	}
-	if c.VnodesPerWeight == 0 {
-		c.VnodesPerWeight = DefaultVnodesPerWeight
+	switch c.Recipe {
+	case 0, Recipe1:
+		c.Recipe = Recipe1
+		if c.VnodesPerWeight == 0 {
+			c.VnodesPerWeight = DefaultVnodesPerWeight
+		}
+	case Recipe2:
+		if c.VnodesPerWeight == 0 {
+			c.VnodesPerWeight = DefaultVnodesPerWeight2
+		}
+	default:
+		return nil, fmt.Errorf("%w: got %d", ErrInvalidRecipe, c.Recipe)
 	}
 	ns, counts, total, err := prepare(nodes, c.VnodesPerWeight)
 	if err != nil {
 		return nil, err
 	}
-	r := &Ring{nodes: ns, hash: c.Hash, vpw: c.VnodesPerWeight}
+	if c.Recipe == Recipe2 && len(ns) > 1<<recipe2Bits {
+		return nil, fmt.Errorf("%w: Recipe2 takes at most %d nodes, got %d", ErrTooManyPoints, 1<<recipe2Bits, len(ns))
+	}
+	r := &Ring{nodes: ns, hash: c.Hash, vpw: c.VnodesPerWeight, recipe: c.Recipe}
 	starts := r.layout(total)
 	r.build(counts, starts)
+	if r.recipe == Recipe2 {
+		r.boundaries(starts)
+	}
 	r.pack(r.points, starts)
 	r.points = nil
 	return r, nil
@@ -99,12 +115,31 @@ const pad = 4
 func (r *Ring) layout(total int) []uint32 {
 	r.ownerBits = uint(bits.Len(uint(len(r.nodes) - 1)))
 	r.ownerMask = uint32(1)<<r.ownerBits - 1
-	b := uint(max(bits.Len(uint(total))-2, int(r.ownerBits)))
+	b := bucketBits(total, r.ownerBits, r.recipe)
 	r.shift = 32 - b
 	r.offMask = uint32(uint64(1)<<r.shift - 1)
 	r.points = make([]uint32, total, total+inlinePoints) // see pack
 	return make([]uint32, 1<<b+1)
 }
+
+// bucketBits returns the number of bucket bits for total points and
+// ownerBits of node index: two to four points a bucket, at least
+// ownerBits, and under Recipe2 at most recipe2Bits, so that a bucket is at
+// least 256 positions wide and a boundary, rounded up to the end of its
+// block of 256, stays in the bucket of the point after it (see
+// boundaries). New refuses Recipe2 rings whose nodes need more than
+// recipe2Bits.
+func bucketBits(total int, ownerBits uint, recipe int) uint {
+	b := uint(max(bits.Len(uint(total))-2, int(ownerBits)))
+	if recipe == Recipe2 {
+		b = max(min(b, recipe2Bits), ownerBits)
+	}
+	return b
+}
+
+// recipe2Bits is the most bucket bits of a Recipe2 ring, and of its node
+// indexes.
+const recipe2Bits = 24
 
 // parallelPoints is the ring size from which New works on several cores.
 const parallelPoints = 1 << 16
@@ -328,6 +363,84 @@ func (r *Ring) sortParts(parts, starts []uint32, lo, hi int, sub uint) {
 			bk[i], prev = prev, bk[i]
 		}
 	}
+}
+
+// boundaries turns r.points, the entries of the points in order with
+// starts[b] the first of bucket b, into the entries of their boundaries
+// under Recipe2, and starts into the boundaries' buckets, in place. Point
+// j's boundary is p_j + floor(g_j/2), where g_j is the distance to the
+// next point clockwise (2^32 for a single point), rounded up to the last
+// position of its block of 256, so the arcs between boundaries are the
+// keys nearest each point, and only the top 24 bits of a key's position
+// matter. The boundaries are in the points' order, except that the last
+// point's moves to the front when it wraps past 2^32 (it is then below
+// the first point's position, so below every other boundary): one pass,
+// no sort. A point's boundary lies at or before the next point, so the
+// pass writes entries and starts only where it has already read.
+func (r *Ring) boundaries(starts []uint32) {
+	n := uint32(len(r.points))
+	ob, shift, om := r.ownerBits, r.shift, r.ownerMask
+	nb := uint32(len(starts) - 1)
+	pts := r.points
+	posAt := func(b, j uint32) uint32 { return b<<shift | pts[j]>>ob }
+	first := posAt(r.bucketOf(starts, 0), 0)
+	lastB := r.bucketOf(starts, n-1)
+	last := posAt(lastB, n-1)
+	wrapEnd := uint64(last) + (1<<32+uint64(first)-uint64(last))/2
+	wrapped := wrapEnd >= 1<<32
+	lastOwner := pts[n-1] & om
+	rot := uint32(0) // where point j's boundary goes: j + rot
+	// The buckets before nextStart have their new start; set gives the
+	// next ones, up to the bucket of a boundary written at index out, out.
+	// Boundaries never pass the next point's bucket (buckets are at least
+	// 256 positions wide, see New), so set only writes starts the loop
+	// below has read, or, for the wrapped boundary, the starts of the
+	// buckets up to the first point's, which are 0 before and after.
+	nextStart := uint32(0)
+	set := func(upTo, out uint32) {
+		for ; nextStart <= upTo; nextStart++ {
+			starts[nextStart] = out
+		}
+	}
+	if wrapped {
+		rot = 1
+		set(uint32(wrapEnd|0xff)>>shift, 0) // the first boundary, index 0
+	}
+	// The first point, then each next one gives the previous one's boundary.
+	b0 := r.bucketOf(starts, 0)
+	prevPos, prevOwner := first, pts[0]&om
+	offMask := r.offMask
+	for b := b0; b < nb; b++ {
+		lo, hi := starts[b], starts[b+1] // read before writing starts[b]
+		if b == b0 {
+			lo++
+		}
+		for j := lo; j < hi; j++ {
+			e := pts[j]
+			p := b<<shift | e>>ob
+			bnd := (prevPos + (p-prevPos)/2) | 0xff
+			out := j - 1 + rot
+			for k := bnd >> shift; nextStart <= k; nextStart++ {
+				starts[nextStart] = out
+			}
+			pts[out] = (bnd&offMask)<<ob | prevOwner
+			prevPos, prevOwner = p, e&om
+		}
+	}
+	if !wrapped {
+		bnd := uint32(wrapEnd) | 0xff
+		set(bnd>>shift, n-1)
+		pts[n-1] = (bnd&r.offMask)<<ob | lastOwner
+	} else {
+		pts[0] = (uint32(wrapEnd|0xff)&r.offMask)<<ob | lastOwner
+	}
+	set(nb, n)
+}
+
+// bucketOf returns the bucket of point j, given the bucket starts.
+func (r *Ring) bucketOf(starts []uint32, j uint32) uint32 {
+	b, _ := slices.BinarySearch(starts[:len(starts)-1], j+1)
+	return uint32(b - 1)
 }
 
 // exclusiveSum replaces each count with base plus the sum of those before.

@@ -1,19 +1,29 @@
 // Package ring decides which shard owns a key: a weighted consistent-hash
 // ring with virtual nodes. Each node gets points on a circle in proportion
 // to its weight; a key belongs to the first point at or after the key's own
-// position. Adding or removing a node only moves the keys on the arcs its
-// points take or free, so about its weight's share of the keys moves and no
-// key moves between two other nodes. The placement is a published function,
+// position (Recipe1) or to the nearest point (Recipe2). Adding or removing
+// a node only moves the keys on the arcs its points take or free, so about
+// its weight's share of the keys moves and no key moves between two other
+// nodes. The placement is a published function,
 // written out below, so that every client of a fleet, in any language,
 // computes the same owner for every key. A Ring is immutable and safe for
 // concurrent use; build a new one (New, or Ring.With) when membership
 // changes, and use Diff to see which arcs of the circle change owner.
 //
-// # Placement recipe
+// # Placement recipes
+//
+// There are two, versioned: Recipe1, the original, which the zero
+// Config.Recipe means, so that every ring configured before Recipe2
+// existed keeps its placement, and Recipe2, which takes the same points
+// but gives each key to its nearest point, and so balances as well with
+// an eighth of the points (see "Recipe2" below). A Config that names a
+// VnodesPerWeight keeps its meaning under both: points per unit of weight.
+// Recipe1 is written out first; Recipe2 changes only step 8 to 10.
 //
 // This is the contract. Hash is 64-bit xxHash (XXH64, seed 0) of the UTF-8
 // bytes of a string unless Config.Hash replaces it; V is
-// Config.VnodesPerWeight, or DefaultVnodesPerWeight (8192) when it is 0.
+// Config.VnodesPerWeight, or when it is 0 DefaultVnodesPerWeight (8192)
+// under Recipe1 and DefaultVnodesPerWeight2 (1024) under Recipe2.
 //
 //  1. The circle is the unsigned 32-bit integers, [0, 2^32).
 //  2. Hash tag: if the key contains '{', at byte index s for the first one,
@@ -115,7 +125,120 @@
 // Shares, in positions of 2^32: alpha 949807204, bravo 961927581, charlie
 // 1916644140, delta 466588371.
 //
-// # The default VnodesPerWeight, 8192
+// # Recipe2
+//
+// Steps 1 to 7 are Recipe1's. Then:
+//
+//  8. Number the points 0 .. L-1 in the order of step 7, with positions
+//     p_0 .. p_(L-1). The gap of point j is the distance to the next one
+//     clockwise: g_j = p_(j+1) - p_j for j < L-1, and
+//     g_(L-1) = 2^32 + p_0 - p_(L-1) (2^32 when L = 1). Point j's boundary
+//     is b_j = ((p_j + floor(g_j / 2)) mod 2^32) | 0xff: halfway to the
+//     next point, rounded up to the last position of its block of 256
+//     (so that only the top 24 bits of a key's position decide its owner).
+//  9. Point j owns the arc (b_(j-1), b_j], counted modulo 2^32, point 0's
+//     starting at b_(L-1); a single point owns the whole circle. So a key
+//     belongs to its nearest point, a key halfway between two points to the
+//     one counterclockwise of it, up to the rounding to blocks of 256. Arcs
+//     can be empty (points at equal positions, or closer than 256). The
+//     owner of a key is the node of the point whose arc holds its position.
+//     Equivalently: walk the boundaries in the points' order, starting with
+//     the last point's when its boundary wrapped past 2^32 (it is then
+//     below every other), and take the first boundary >= k, else the first.
+//  10. Replicas: walk the points in the order of step 7 from the owner's
+//     point, wrapping, as in Recipe1's step 9. Shares: a node's share is the
+//     sum of its points' arcs, divided by 2^32.
+//
+// With the nodes above and V = 16, the last point in order is alpha#15 at
+// 0xfe25e090, and the first charlie#13 at 0x09ba724c, so alpha#15's gap is
+// 0x0b94919c and its boundary 0x03f029ff: it wrapped, so it comes first.
+// alpha#0, at 0x75c176dc, is followed by bravo#11 at 0x78b2e63c; its
+// boundary is 0x773a2eff.
+//
+//	key            position    owner    Replicas(key, 3)
+//	""             0xef46db37  delta    delta charlie alpha
+//	"a"            0xd24ec4f1  alpha    alpha charlie bravo
+//	"foo"          0x33bf00a8  alpha    alpha bravo delta
+//	"bar"          0x48a37c90  charlie  charlie alpha bravo
+//	"key:0"        0x5913602a  bravo    bravo delta charlie
+//	"key:1"        0xbd499548  bravo    bravo alpha charlie
+//	"key:42"       0x37322fc6  alpha    alpha bravo delta
+//	"user:1000"    0x4836ae42  charlie  charlie alpha bravo
+//	"{user1}.a"    0x63edb095  charlie  charlie alpha bravo
+//	"{user1}.b"    0x63edb095  charlie  charlie alpha bravo
+//	"user1"        0x63edb095  charlie  charlie alpha bravo
+//	"{}"           0x2e1472b5  charlie  charlie alpha bravo
+//	"{}x"          0xdeda4be6  charlie  charlie bravo alpha
+//	"x{}"          0xb839c1c4  charlie  charlie bravo alpha
+//	"{a}{b}"       0xd24ec4f1  alpha    alpha charlie bravo
+//	"{b}"          0x78452aa1  bravo    bravo charlie delta
+//	"foo{bar}baz"  0x48a37c90  charlie  charlie alpha bravo
+//	"{"            0xea9ca750  charlie  charlie delta alpha
+//	"}"            0xf38e01c0  delta    delta charlie alpha
+//	"}{a}"         0xd24ec4f1  alpha    alpha charlie bravo
+//	"{x"           0x0cd7d4f5  charlie  charlie delta alpha
+//	"x}"           0x9a4610c8  charlie  charlie delta alpha
+//	"hello world"  0x45ab6734  charlie  charlie alpha bravo
+//	"日本語"       0x7179a19f  bravo    bravo alpha charlie
+//
+// Shares, in positions of 2^32: alpha 940722432, bravo 963571200, charlie
+// 2004186880, delta 386486784.
+//
+// With the default V = 1024 (alpha and bravo 1024 points, charlie 2048,
+// delta 512):
+//
+//	key            position    owner    Replicas(key, 3)
+//	""             0xef46db37  alpha    alpha bravo charlie
+//	"a"            0xd24ec4f1  bravo    bravo delta alpha
+//	"foo"          0x33bf00a8  bravo    bravo delta charlie
+//	"bar"          0x48a37c90  charlie  charlie alpha bravo
+//	"key:0"        0x5913602a  alpha    alpha bravo charlie
+//	"key:1"        0xbd499548  charlie  charlie bravo delta
+//	"key:42"       0x37322fc6  charlie  charlie alpha bravo
+//	"user:1000"    0x4836ae42  charlie  charlie delta bravo
+//	"{user1}.a"    0x63edb095  bravo    bravo delta charlie
+//	"{user1}.b"    0x63edb095  bravo    bravo delta charlie
+//	"user1"        0x63edb095  bravo    bravo delta charlie
+//	"{}"           0x2e1472b5  charlie  charlie bravo alpha
+//	"{}x"          0xdeda4be6  bravo    bravo delta alpha
+//	"x{}"          0xb839c1c4  bravo    bravo charlie delta
+//	"{a}{b}"       0xd24ec4f1  bravo    bravo delta alpha
+//	"{b}"          0x78452aa1  delta    delta charlie alpha
+//	"foo{bar}baz"  0x48a37c90  charlie  charlie alpha bravo
+//	"{"            0xea9ca750  bravo    bravo alpha charlie
+//	"}"            0xf38e01c0  bravo    bravo alpha charlie
+//	"}{a}"         0xd24ec4f1  bravo    bravo delta alpha
+//	"{x"           0x0cd7d4f5  charlie  charlie bravo delta
+//	"x}"           0x9a4610c8  bravo    bravo alpha charlie
+//	"hello world"  0x45ab6734  charlie  charlie bravo alpha
+//	"日本語"       0x7179a19f  alpha    alpha charlie bravo
+//
+// Shares, in positions of 2^32: alpha 957819392, bravo 936169728, charlie
+// 1916798720, delta 484179456.
+//
+// # The default VnodesPerWeight under Recipe2, 1024
+//
+// A point's arc under Recipe1 is one gap between random points, whose
+// length varies by as much as its mean; under Recipe2 it is half of two
+// gaps, which vary by 1/sqrt(2) of that, so a node's share varies by about
+// 1/sqrt(2p) of itself instead of 1/sqrt(p). Hottest node's exact share
+// over the mean under Recipe2, over 20 naming schemes like those above
+// ("shard-%d", "10.0.0.%d:6379", "kv-%05d", "mem-%d:11211", ...), as
+// median / 90th percentile / worst:
+//
+//	V        10 nodes               100 nodes              1000 nodes
+//	768      1.042 / 1.074 / 1.079  1.064 / 1.076 / 1.078  1.087 / 1.094 / 1.104
+//	1024     1.036 / 1.054 / 1.073  1.057 / 1.071 / 1.074  1.074 / 1.093 / 1.095
+//	1536     1.029 / 1.046 / 1.055  1.048 / 1.056 / 1.058  1.062 / 1.074 / 1.076
+//
+// 1024 is Recipe1's 4096 at 10 nodes and better than it at 1000, with a
+// quarter of its points, an eighth of Recipe1's default: 80 KB of heap for
+// 10 equal nodes, 625 KB for 100 and 5.5 MB for 1000, and a ring of 100
+// nodes nearly fits a core's L2 cache. Fleets that want a few percent
+// less imbalance can name a larger VnodesPerWeight (2048: about 1.25 MB
+// for 100 nodes, 11 MB for 1000).
+//
+// # The default VnodesPerWeight under Recipe1, 8192
 //
 // With p random points a node's share of the circle varies by about
 // 1/sqrt(p) of itself, so the hottest of N equal nodes sits some standard

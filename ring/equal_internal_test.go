@@ -86,3 +86,37 @@ func TestCrowdedIndex(t *testing.T) {
 		t.Errorf("ReplicaIndexes = %v", got)
 	}
 }
+
+// Under Recipe2 a bucket stays at least 256 positions wide however many
+// points a ring has, which boundaries relies on; Recipe1's grow narrower.
+func TestRecipe2BucketsWide(t *testing.T) {
+	for _, total := range []int{1, 1000, 1 << 20, 1 << 25, MaxPoints} {
+		for _, ob := range []uint{0, 10, recipe2Bits} {
+			if b := bucketBits(total, ob, Recipe2); b > recipe2Bits || b < ob {
+				t.Errorf("Recipe2, %d points, %d owner bits: %d bucket bits", total, ob, b)
+			}
+		}
+	}
+	if b := bucketBits(MaxPoints, 0, Recipe1); b != 25 {
+		t.Errorf("Recipe1, MaxPoints: %d bucket bits, want 25", b)
+	}
+}
+
+// Under Recipe2, points all at one position give two arcs: the first
+// point's, up to the end of the position's block of 256 and from halfway
+// round the circle, and the last point's, in between.
+func TestCrowdedRecipe2(t *testing.T) {
+	crowd := func(string) uint64 { return 42 << 32 }
+	r, err := New([]Node{{Name: "a", Weight: 1}, {Name: "b", Weight: 2}}, &Config{Recipe: Recipe2, VnodesPerWeight: 200, Hash: crowd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pos, want := range map[uint32]int{0: 0, 42: 0, 0xff: 0, 0x100: 1, 0x800000ff: 1, 0x80000100: 0, 1<<32 - 1: 0} {
+		if got := r.OwnerIndexAt(pos); got != want {
+			t.Errorf("OwnerIndexAt(%#x) = %d, want %d", pos, got, want)
+		}
+	}
+	if s := r.Shares(); s["b"] != float64(0x80000000)/(1<<32) {
+		t.Errorf("Shares = %v, want b at exactly one half", s)
+	}
+}

@@ -15,6 +15,9 @@ var (
 	ErrInvalidWeight = errors.New("ring: weight must be finite and >= 0")
 	// ErrInvalidVnodes means Config.VnodesPerWeight was negative.
 	ErrInvalidVnodes = errors.New("ring: VnodesPerWeight must be >= 0")
+	// ErrInvalidRecipe means Config.Recipe was neither 0, Recipe1 nor
+	// Recipe2.
+	ErrInvalidRecipe = errors.New("ring: unknown placement recipe")
 	// ErrTooManyPoints means the nodes' weights times VnodesPerWeight add up
 	// to more than MaxPoints points on the circle.
 	ErrTooManyPoints = errors.New("ring: too many points")

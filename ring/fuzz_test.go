@@ -39,10 +39,13 @@ func FuzzRing(f *testing.F) {
 		if coarse {
 			cfg.Hash = coarseHash
 		}
+		if vpw%2 != 0 {
+			cfg.Recipe = ring.Recipe2
+		}
 		r, err := ring.New(nodes, cfg)
 		if err != nil {
 			for _, s := range []error{ring.ErrNoNodes, ring.ErrEmptyName, ring.ErrDuplicateName,
-				ring.ErrInvalidWeight, ring.ErrInvalidVnodes, ring.ErrTooManyPoints} {
+				ring.ErrInvalidWeight, ring.ErrInvalidVnodes, ring.ErrInvalidRecipe, ring.ErrTooManyPoints} {
 				if errors.Is(err, s) {
 					return
 				}
@@ -53,6 +56,9 @@ func FuzzRing(f *testing.F) {
 			t.Fatalf("Len = %d, want %d", r.Len(), len(nodes))
 		}
 		nv := newNaive(nodes, r.VnodesPerWeight(), cfg.Hash)
+		if cfg.Recipe == ring.Recipe2 {
+			nv = newNaive2(nodes, r.VnodesPerWeight(), cfg.Hash)
+		}
 		if got, want := r.Lookup(key), nv.lookup(key); got != want {
 			t.Fatalf("Lookup(%q) = %q, want %q", key, got, want)
 		}

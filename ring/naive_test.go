@@ -19,6 +19,9 @@ type naive struct {
 	hash  func(string) uint64
 	pts   []naivePoint
 	names []string
+	// Under Recipe2, bnd[j] is where point j's arc ends: the arc is
+	// (bnd[j-1], bnd[j]], with bnd[-1] the last one, taken modulo 2^32.
+	bnd []uint64
 }
 
 type naivePoint struct {
@@ -54,6 +57,36 @@ func newNaive(nodes []ring.Node, v int, hash func(string) uint64) *naive {
 	return n
 }
 
+// newNaive2 is newNaive under Recipe2: each key belongs to its nearest
+// point, a key halfway between two points to the one before it, by way of
+// the boundaries of the recipe, computed in 64 bits, then rounded up to
+// the end of their block of 256 positions.
+func newNaive2(nodes []ring.Node, v int, hash func(string) uint64) *naive {
+	if v == 0 {
+		v = ring.DefaultVnodesPerWeight2
+	}
+	n := newNaive(nodes, v, hash)
+	for j, p := range n.pts {
+		gap := uint64(1) << 32 // to the next point, clockwise
+		if j+1 < len(n.pts) {
+			gap = uint64(n.pts[j+1].pos) - uint64(p.pos)
+		} else {
+			gap = 1<<32 + uint64(n.pts[0].pos) - uint64(p.pos)
+		}
+		n.bnd = append(n.bnd, (uint64(p.pos)+gap/2)%(1<<32)|0xff)
+	}
+	return n
+}
+
+// arc returns the start and the length of point j's arc under Recipe2.
+func (n *naive) arc(j int) (start uint32, length uint64) {
+	prev := n.bnd[(j+len(n.bnd)-1)%len(n.bnd)]
+	if len(n.bnd) == 1 {
+		return uint32(prev), 1 << 32
+	}
+	return uint32(prev), (n.bnd[j] + 1<<32 - prev) % (1 << 32)
+}
+
 func naiveTag(key string) string {
 	s := strings.Index(key, "{")
 	if s < 0 {
@@ -74,6 +107,15 @@ func (n *naive) position(key string) uint32 { return uint32(n.hash(naiveTag(key)
 
 // ownerPoint returns the index of the point that owns position k.
 func (n *naive) ownerPoint(k uint32) int {
+	if n.bnd != nil {
+		for j := range n.pts {
+			start, length := n.arc(j)
+			if d := uint64(k - start); d != 0 && d <= length || length == 1<<32 {
+				return j
+			}
+		}
+		panic("no arc holds the position")
+	}
 	for i, p := range n.pts {
 		if p.pos >= k {
 			return i
@@ -102,6 +144,11 @@ func (n *naive) replicas(key string, cnt int) []string {
 func (n *naive) shares() map[string]float64 {
 	arcs := map[string]uint64{}
 	for j, p := range n.pts {
+		if n.bnd != nil {
+			_, length := n.arc(j)
+			arcs[p.name] += length
+			continue
+		}
 		if j == 0 {
 			last := n.pts[len(n.pts)-1].pos
 			arcs[p.name] += (1<<32 - uint64(last) - 1) + uint64(p.pos) + 1

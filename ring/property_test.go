@@ -73,11 +73,17 @@ func TestAgainstNaive(t *testing.T) {
 			r := mustRing(t, nodes, &ring.Config{VnodesPerWeight: v, Hash: h.fn})
 			checkNaive(t, r, newNaive(nodes, v, h.fn), rng, 200)
 		})
+		t.Run(fmt.Sprintf("%d-recipe2-%s-%dnodes-V%d", it, h.name, len(nodes), v), func(t *testing.T) {
+			r := mustRing(t, nodes, &ring.Config{Recipe: ring.Recipe2, VnodesPerWeight: v, Hash: h.fn})
+			checkNaive(t, r, newNaive2(nodes, v, h.fn), rng, 200)
+		})
 	}
 	// The default V, on a ring small enough for the naive scan.
 	nodes := randomNodes(rng, 4)
 	r := mustRing(t, nodes, nil)
 	checkNaive(t, r, newNaive(nodes, 0, nil), rng, 100)
+	r = mustRing(t, nodes, &ring.Config{Recipe: ring.Recipe2})
+	checkNaive(t, r, newNaive2(nodes, 0, nil), rng, 100)
 }
 
 func checkNaive(t *testing.T, r *ring.Ring, nv *naive, rng *rand.Rand, keys int) {
@@ -113,17 +119,28 @@ func checkNaive(t *testing.T, r *ring.Ring, nv *naive, rng *rand.Rand, keys int)
 			}
 		}
 	}
-	// Positions at, just before and just after every point (or, on big
-	// rings, of a sample: the naive lookup is a linear scan).
-	pts := nv.pts
-	if len(pts) > 2000 {
-		pts = make([]naivePoint, 300)
-		for i := range pts {
-			pts[i] = nv.pts[rng.IntN(len(nv.pts))]
+	// Positions at, just before and just after every point and, under
+	// Recipe2, every boundary (or, on big rings, of a sample: the naive
+	// lookup is a linear scan).
+	sample := make([]int, len(nv.pts))
+	for i := range sample {
+		sample[i] = i
+	}
+	if len(sample) > 2000 {
+		sample = sample[:300]
+		for i := range sample {
+			sample[i] = rng.IntN(len(nv.pts))
 		}
 	}
-	for _, p := range pts {
-		for _, pos := range []uint32{p.pos - 1, p.pos, p.pos + 1} {
+	var ends []uint32
+	for _, j := range sample {
+		ends = append(ends, nv.pts[j].pos)
+		if nv.bnd != nil {
+			ends = append(ends, uint32(nv.bnd[j]))
+		}
+	}
+	for _, end := range ends {
+		for _, pos := range []uint32{end - 1, end, end + 1} {
 			if got, want := r.OwnerIndexAt(pos), nv.ownerPoint(pos); names[got] != nv.pts[want].name {
 				t.Fatalf("OwnerIndexAt(%d) = %q, want %q", pos, names[got], nv.pts[want].name)
 			}
@@ -170,7 +187,7 @@ func TestDeterministicRegardlessOfOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for it := range 20 {
 		nodes := randomNodes(rng, 1+rng.IntN(20))
-		cfg := &ring.Config{VnodesPerWeight: 1 + rng.IntN(200)}
+		cfg := &ring.Config{VnodesPerWeight: 1 + rng.IntN(200), Recipe: ring.Recipe1 + it%2}
 		if it%4 == 0 {
 			cfg.Hash = coarseHash
 		}
@@ -189,6 +206,9 @@ func TestWithEqualsNew(t *testing.T) {
 		cfg := &ring.Config{VnodesPerWeight: 1 + rng.IntN(300)}
 		if it%5 == 0 {
 			cfg.Hash = coarseHash
+		}
+		if it%3 == 0 {
+			cfg.Recipe = ring.Recipe2
 		}
 		before := randomNodes(rng, 1+rng.IntN(40))
 		after := mutate(rng, before)
@@ -227,7 +247,7 @@ func TestMinimalMovement(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for it := range 30 {
 		nodes := randomNodes(rng, 2+rng.IntN(15))
-		cfg := &ring.Config{VnodesPerWeight: 1 + rng.IntN(500)}
+		cfg := &ring.Config{VnodesPerWeight: 1 + rng.IntN(500), Recipe: ring.Recipe2 - it%2}
 		i := rng.IntN(len(nodes))
 		changed := slices.Clone(nodes)
 		var name string
@@ -280,8 +300,8 @@ func TestSharesSumToOne(t *testing.T) {
 func TestSharesMatchKeys(t *testing.T) {
 	const keys = 200_000
 	rng := rand.New(rand.NewPCG(11, 12))
-	for range 3 {
-		r := mustRing(t, randomNodes(rng, 2+rng.IntN(8)), &ring.Config{VnodesPerWeight: 64})
+	for it := range 4 {
+		r := mustRing(t, randomNodes(rng, 2+rng.IntN(8)), &ring.Config{VnodesPerWeight: 64, Recipe: ring.Recipe1 + it%2})
 		counts := make([]int, r.Len())
 		for k := range keys {
 			counts[r.LookupIndex("key:"+strconv.Itoa(k))]++
@@ -376,7 +396,7 @@ func TestHashTagColocation(t *testing.T) {
 func TestDiffAgreesWithLookups(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 18))
 	for it := range 40 {
-		cfg := &ring.Config{VnodesPerWeight: 1 + rng.IntN(60)}
+		cfg := &ring.Config{VnodesPerWeight: 1 + rng.IntN(60), Recipe: ring.Recipe1 + it%2}
 		if it%4 == 0 {
 			cfg.Hash = coarseHash
 		}
@@ -385,7 +405,11 @@ func TestDiffAgreesWithLookups(t *testing.T) {
 		if it%5 == 0 {
 			other = randomNodes(rng, 1+rng.IntN(10)) // unrelated
 		}
-		a, b := mustRing(t, nodes, cfg), mustRing(t, other, cfg)
+		cfgB := *cfg
+		if it%3 == 0 {
+			cfgB.Recipe = ring.Recipe1 + ring.Recipe2 - cfg.Recipe // from one recipe to the other
+		}
+		a, b := mustRing(t, nodes, cfg), mustRing(t, other, &cfgB)
 		moves := ring.Diff(a, b)
 		checkMoves(t, moves)
 

@@ -12,9 +12,26 @@ const (
 	// when Config.VnodesPerWeight is 0. See the package documentation for why.
 	DefaultVnodesPerWeight = 8192
 
+	// DefaultVnodesPerWeight2 is the number of points a node of weight 1
+	// gets under Recipe2 when Config.VnodesPerWeight is 0. See the package
+	// documentation for why.
+	DefaultVnodesPerWeight2 = 1024
+
 	// MaxPoints caps the total number of points on a ring; a ring that large
 	// takes about 540 MiB. New returns ErrTooManyPoints beyond it.
 	MaxPoints = 1 << 26
+)
+
+// The placement recipes (see the package documentation). A Config names
+// one; the zero Config.Recipe means Recipe1, so that every ring built
+// before Recipe2 existed keeps its placement.
+const (
+	// Recipe1: a key belongs to the first point at or after its position.
+	Recipe1 = 1
+	// Recipe2: a key belongs to the nearest point, which halves the
+	// variance of the shares, so that an eighth of Recipe1's default points
+	// balance as well at 10 nodes and better at 1000.
+	Recipe2 = 2
 )
 
 // Node is a physical shard on the ring. The zero Weight means 1; the zero
@@ -28,8 +45,12 @@ type Node struct {
 // defaults. Every client of a fleet must use the same Config to agree on
 // placement.
 type Config struct {
+	// Recipe is the placement recipe, Recipe1 or Recipe2. Default (0):
+	// Recipe1.
+	Recipe int
 	// VnodesPerWeight is the number of points per unit of weight.
-	// Default (0): DefaultVnodesPerWeight.
+	// Default (0): DefaultVnodesPerWeight under Recipe1,
+	// DefaultVnodesPerWeight2 under Recipe2.
 	VnodesPerWeight int
 	// Hash maps a string to 64 bits; only the top 32 bits are used. It must be
 	// a pure function, safe for concurrent use (New and With call it from
@@ -42,9 +63,10 @@ type Config struct {
 // use by any number of goroutines. The zero Ring (and a nil *Ring) is an empty
 // ring: it owns nothing, Lookup returns "", LookupIndex returns -1.
 type Ring struct {
-	nodes []Node              // sorted by Name, Weight normalised
-	hash  func(string) uint64 // nil means xxhash
-	vpw   int
+	nodes  []Node              // sorted by Name, Weight normalised
+	hash   func(string) uint64 // nil means xxhash
+	vpw    int
+	recipe int
 
 	// The circle is cut into 2^bits equal buckets by the top bits of a
 	// position, bits chosen so that a bucket holds two to four points on
@@ -130,12 +152,21 @@ func (r *Ring) Index(name string) (int, bool) {
 }
 
 // VnodesPerWeight returns the number of points per unit of weight in effect:
-// DefaultVnodesPerWeight when the Config left it 0; 0 for a nil or zero Ring.
+// the recipe's default when the Config left it 0; 0 for a nil or zero Ring.
 func (r *Ring) VnodesPerWeight() int {
 	if r == nil {
 		return 0
 	}
 	return r.vpw
+}
+
+// Recipe returns the placement recipe in effect, Recipe1 or Recipe2; 0 for
+// a nil or zero Ring.
+func (r *Ring) Recipe() int {
+	if r == nil {
+		return 0
+	}
+	return r.recipe
 }
 
 // name returns the name of node i, or "" for -1.

@@ -241,12 +241,14 @@ func TestNewErrors(t *testing.T) {
 		{"+Inf weight", []ring.Node{{Name: "a", Weight: math.Inf(1)}}, nil, ring.ErrInvalidWeight},
 		{"-Inf weight", []ring.Node{{Name: "a", Weight: math.Inf(-1)}}, nil, ring.ErrInvalidWeight},
 		{"negative vnodes", []ring.Node{{Name: "a"}}, &ring.Config{VnodesPerWeight: -1}, ring.ErrInvalidVnodes},
+		{"unknown recipe", []ring.Node{{Name: "a"}}, &ring.Config{Recipe: 3}, ring.ErrInvalidRecipe},
+		{"negative recipe", []ring.Node{{Name: "a"}}, &ring.Config{Recipe: -1}, ring.ErrInvalidRecipe},
 		{"absurd weight", []ring.Node{{Name: "a", Weight: 1e12}}, nil, ring.ErrTooManyPoints},
 		{"largest weight", []ring.Node{{Name: "a", Weight: math.MaxFloat64}}, nil, ring.ErrTooManyPoints},
 		{"absurd vnodes", []ring.Node{{Name: "a"}}, &ring.Config{VnodesPerWeight: math.MaxInt}, ring.ErrTooManyPoints},
 		{"too many in sum", []ring.Node{{Name: "a", Weight: 5000}, {Name: "b", Weight: 5000}}, nil, ring.ErrTooManyPoints},
 	}
-	sentinels := []error{ring.ErrNoNodes, ring.ErrEmptyName, ring.ErrDuplicateName, ring.ErrInvalidWeight, ring.ErrInvalidVnodes, ring.ErrTooManyPoints}
+	sentinels := []error{ring.ErrNoNodes, ring.ErrEmptyName, ring.ErrDuplicateName, ring.ErrInvalidWeight, ring.ErrInvalidVnodes, ring.ErrInvalidRecipe, ring.ErrTooManyPoints}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r, err := ring.New(tt.nodes, tt.cfg)
@@ -302,8 +304,15 @@ func TestAccessors(t *testing.T) {
 		t.Errorf("Index(c) = %d, %v", j, ok)
 	}
 	d, _ := ring.New([]ring.Node{{Name: "x"}}, nil)
-	if d.VnodesPerWeight() != ring.DefaultVnodesPerWeight {
-		t.Errorf("default VnodesPerWeight = %d", d.VnodesPerWeight())
+	if d.VnodesPerWeight() != ring.DefaultVnodesPerWeight || d.Recipe() != ring.Recipe1 {
+		t.Errorf("default VnodesPerWeight, Recipe = %d, %d", d.VnodesPerWeight(), d.Recipe())
+	}
+	d2, _ := ring.New([]ring.Node{{Name: "x"}}, &ring.Config{Recipe: ring.Recipe2})
+	if d2.VnodesPerWeight() != ring.DefaultVnodesPerWeight2 || d2.Recipe() != ring.Recipe2 {
+		t.Errorf("Recipe2: default VnodesPerWeight, Recipe = %d, %d", d2.VnodesPerWeight(), d2.Recipe())
+	}
+	if w, _ := d2.With([]ring.Node{{Name: "x"}, {Name: "y"}}); w.Recipe() != ring.Recipe2 || w.VnodesPerWeight() != ring.DefaultVnodesPerWeight2 {
+		t.Errorf("With on a Recipe2 ring: Recipe, VnodesPerWeight = %d, %d", w.Recipe(), w.VnodesPerWeight())
 	}
 }
 

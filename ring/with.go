@@ -9,16 +9,21 @@ import (
 // built with, identical in every respect. It reuses r's points for every node
 // whose name and point count are unchanged and hashes only the others, so
 // adding or removing one node costs a merge of sorted points instead of a
-// sort. With on a nil or zero Ring is New(nodes, nil). Errors are New's.
+// sort. A Recipe2 ring keeps the boundaries of its points, not the points,
+// so With on one builds the new ring from scratch, as New does. With on a
+// nil or zero Ring is New(nodes, nil). Errors are New's.
 func (r *Ring) With(nodes []Node) (*Ring, error) {
 	if r == nil || len(r.rec) == 0 {
 		return New(nodes, nil)
+	}
+	if r.recipe == Recipe2 {
+		return New(nodes, &Config{Recipe: Recipe2, VnodesPerWeight: r.vpw, Hash: r.hash})
 	}
 	ns, counts, total, err := prepare(nodes, r.vpw)
 	if err != nil {
 		return nil, err
 	}
-	nr := &Ring{nodes: ns, hash: r.hash, vpw: r.vpw}
+	nr := &Ring{nodes: ns, hash: r.hash, vpw: r.vpw, recipe: r.recipe}
 	starts := nr.layout(total)
 
 	// remap[old] is the new index of an old node kept as is, else -1.
