@@ -145,6 +145,14 @@ type fleet struct {
 	gone    []*proc // killed or stopped
 	reports []string
 	seed    uint64
+	keys    int // the key space; 0: keySpace
+}
+
+func (f *fleet) keySpace() int {
+	if f.keys > 0 {
+		return f.keys
+	}
+	return keySpace
 }
 
 // doc is a config of the given servers (index → weight).
@@ -203,7 +211,7 @@ func (f *fleet) apply(what, doc string) report {
 func (f *fleet) worker(id string, extra ...string) *proc {
 	led := filepath.Join(f.dir, id+".ledger")
 	args := append([]string{"work", "--registry", f.url, "--id", id, "--ledger", led,
-		"--seed", fmt.Sprint(f.seed + uint64(len(f.workers)+len(f.gone))), "--keys", fmt.Sprint(keySpace)}, extra...)
+		"--seed", fmt.Sprint(f.seed + uint64(len(f.workers)+len(f.gone))), "--keys", fmt.Sprint(f.keySpace())}, extra...)
 	p := start(f.t, f.bin, args...)
 	p.id, p.ledger = id, led
 	f.workers = append(f.workers, p)
@@ -392,7 +400,7 @@ func (f *fleet) finalReads(weights map[int]float64) []porcupine.Operation {
 	c := f.client(weights)
 	defer c.Close()
 	var ops []porcupine.Operation
-	for k := range keySpace {
+	for k := range f.keySpace() {
 		key := fmt.Sprintf("k%03d", k)
 		call := time.Now().UnixNano()
 		v, err := c.Get(context.Background(), key).Result()
@@ -486,50 +494,75 @@ func check(t *testing.T, ops []porcupine.Operation) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	bad := 0
-	for _, k := range keys {
-		switch porcupine.CheckOperationsTimeout(modelcheck.Model, byKey[k], 60*time.Second) {
+	results := make([]porcupine.CheckResult, len(keys))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range 2 { // the keys are independent: one checker per core
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				results[i] = porcupine.CheckOperationsTimeout(modelcheck.Model, byKey[keys[i]], 60*time.Second)
+			}
+		}()
+	}
+	for i := range keys {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	bad, unchecked := 0, 0
+	for i, k := range keys {
+		switch results[i] {
 		case porcupine.Ok:
 		case porcupine.Illegal:
 			bad++
 			t.Errorf("key %s: history is not linearizable (%d operations)", k, len(byKey[k]))
 		default:
+			unchecked++
 			t.Logf("key %s: porcupine timed out on %d operations", k, len(byKey[k]))
 		}
 	}
-	t.Logf("checked %d operations (%d of unknown outcome) on %d keys: %d keys not linearizable", len(ops), unknown, len(keys), bad)
+	t.Logf("checked %d operations (%d of unknown outcome) on %d keys: %d keys not linearizable, %d not decided within 60s",
+		len(ops), unknown, len(keys), bad, unchecked)
 }
 
 // startEtcd runs an etcd server (fleetproc etcd) and returns its client
 // address.
 func startEtcd(t *testing.T, bin string) string {
 	t.Helper()
-	client, peer := freeAddr(t), freeAddr(t)
-	cmd := exec.Command(bin, "etcd", t.TempDir(), client, peer)
-	stdin, err := cmd.StdinPipe()
+	return launchEtcd(t, bin, freeAddr(t), freeAddr(t)).client
+}
+
+// etcdServer is one run of fleetproc etcd.
+type etcdServer struct {
+	bin, client, peer string
+	cmd               *exec.Cmd
+	stdin             io.Closer
+	done              chan struct{}
+}
+
+// launchEtcd runs an etcd server with an empty data directory on the given
+// addresses, and stops it in t.Cleanup.
+func launchEtcd(t *testing.T, bin, client, peer string) *etcdServer {
+	t.Helper()
+	e := &etcdServer{bin: bin, client: client, peer: peer, done: make(chan struct{})}
+	e.cmd = exec.Command(bin, "etcd", t.TempDir(), client, peer)
+	stdin, err := e.cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	e.stdin = stdin
+	stdout, err := e.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	e.cmd.Stderr = &stderr
+	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = stdin.Close()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
+	t.Cleanup(e.stop)
 	ready := make(chan bool, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -544,8 +577,8 @@ func startEtcd(t *testing.T, bin string) string {
 			ready <- false
 		}
 		_, _ = io.Copy(io.Discard, stdout)
-		_ = cmd.Wait()
-		close(done)
+		_ = e.cmd.Wait()
+		close(e.done)
 	}()
 	select {
 	case ok := <-ready:
@@ -555,7 +588,28 @@ func startEtcd(t *testing.T, bin string) string {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("etcd did not start in 60s: %s", stderr.String())
 	}
-	return client
+	return e
+}
+
+// stop ends the server (idempotent).
+func (e *etcdServer) stop() {
+	_ = e.cmd.Process.Signal(syscall.SIGTERM)
+	_ = e.stdin.Close()
+	select {
+	case <-e.done:
+	case <-time.After(10 * time.Second):
+		_ = e.cmd.Process.Kill()
+		<-e.done
+	}
+}
+
+// restartEmpty kills the server and starts a new one with no data on the
+// same addresses: an etcd restored from nothing.
+func (e *etcdServer) restartEmpty(t *testing.T) *etcdServer {
+	t.Helper()
+	_ = e.cmd.Process.Kill()
+	<-e.done
+	return launchEtcd(t, e.bin, e.client, e.peer)
 }
 
 func freeAddr(t *testing.T) string {

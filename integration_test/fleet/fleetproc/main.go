@@ -3,7 +3,7 @@
 // registry, or the driver of a change, or the test's etcd server.
 //
 //	fleetproc work  --registry URL --id ID --ledger FILE [--seed N] [--keys N] [--workers N] [--max-delay D] [--poll-only]
-//	fleetproc apply --registry URL --doc FILE
+//	fleetproc apply --registry URL --doc FILE [--lock-ttl D]
 //	fleetproc etcd  DIR CLIENT-ADDR PEER-ADDR
 //
 // URL is redis://host:port/NAME or etcd://host:port/PREFIX. A worker
@@ -412,6 +412,7 @@ func apply(args []string) error {
 	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
 	regURL := fs.String("registry", "", "registry URL")
 	docPath := fs.String("doc", "", "config file")
+	lockTTL := fs.Duration("lock-ttl", 0, "the driver lock's TTL (0: Apply's default)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -426,7 +427,7 @@ func apply(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	rep, err := redshard.Apply(ctx, reg, doc, redshard.ApplyOptions{Driver: "fleet-test"})
+	rep, err := redshard.Apply(ctx, reg, doc, redshard.ApplyOptions{Driver: "fleet-test", LockTTL: *lockTTL})
 	if err != nil {
 		return err
 	}
