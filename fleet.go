@@ -351,8 +351,10 @@ func (f *follower) heartbeats() {
 			f.lease.Renew(sent)
 			// Once a lease, the registry is read back: one that lost its
 			// data says nothing through Watch (it only delivers newer
-			// configs), so this is where the process learns of it.
-			if beats++; beats%4 != 0 || !f.registryBehind() {
+			// configs), so this is where the process learns of it; and a
+			// newer config that a wedged watch never delivered is applied
+			// from here.
+			if beats++; beats%4 != 0 || !f.poll() {
 				continue
 			}
 			f.fenceFor(f.getErr().Error())
@@ -406,11 +408,21 @@ func (f *follower) readRegistry() (cfg registry.Config, ok bool) {
 	return cfg, true
 }
 
-// registryBehind reads the registry back and reports whether it is behind
-// the client (ErrRegistryBehind); a failed read is not.
-func (f *follower) registryBehind() bool {
-	_, ok := f.readRegistry()
-	return !ok && errors.Is(f.getErr(), ErrRegistryBehind)
+// poll reads the registry back: it applies a newer config (in the
+// background, as the watcher would), and reports whether the registry is
+// behind the client (ErrRegistryBehind); a failed read is not.
+func (f *follower) poll() (behind bool) {
+	cfg, ok := f.readRegistry()
+	if !ok {
+		return errors.Is(f.getErr(), ErrRegistryBehind)
+	}
+	f.applyMu.Lock()
+	newer := f.applied.Version().Less(cfg.Version())
+	f.applyMu.Unlock()
+	if newer {
+		f.spawn(func() { f.apply(cfg) })
+	}
+	return false
 }
 
 // behind reports whether the registry's cfg is behind applied, what a
