@@ -1,10 +1,12 @@
 package redshard
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -118,7 +120,10 @@ type Shard struct {
 	// and renaming a shard moves its keys. Required, unique.
 	Name string
 
-	// Addr is host:port. Required unless Failover is set.
+	// Addr is host:port ("10.0.0.1:6379", "[::1]:6379", "cache-a:6379"),
+	// or the path of a Unix socket: one starting with "/", or any path
+	// when Options.Network is "unix". Anything else is ErrInvalidAddr.
+	// Required unless Failover is set.
 	Addr string
 
 	// Weight is the shard's relative capacity: a shard of weight 2 owns
@@ -177,6 +182,66 @@ func canonicalAddr(addr string) string {
 		host = "127.0.0.1"
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// checkAddr reports why s.Addr cannot be dialled, if it cannot: it must be
+// host:port, with a numeric port in [1, 65535] and a host that is an IP
+// literal or a host name, or a Unix socket path (go-redis dials an Addr
+// starting with "/" as one, and any Addr when Options.Network is "unix").
+// A Sentinel shard's Addr is not used. Nothing is resolved: NewClient does
+// not use the network.
+func checkAddr(s Shard) error {
+	if s.Failover != nil {
+		return nil
+	}
+	if strings.HasPrefix(s.Addr, "/") || s.Options != nil && s.Options.Network == "unix" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(s.Addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port (%v)", s.Addr, unquoteAddrErr(err))
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		return fmt.Errorf("%q: the port %q is not a number in [1, 65535]", s.Addr, port)
+	}
+	if _, err := netip.ParseAddr(host); err == nil || validHostName(host) {
+		return nil
+	}
+	return fmt.Errorf("%q: %q is neither an IP address nor a host name", s.Addr, host)
+}
+
+// unquoteAddrErr is net.SplitHostPort's reason without the address, which
+// checkAddr's message already quotes.
+func unquoteAddrErr(err error) string {
+	var ae *net.AddrError
+	if errors.As(err, &ae) {
+		return ae.Err
+	}
+	return err.Error()
+}
+
+// validHostName reports whether h can be a DNS host name: dot-separated
+// labels of letters, digits, '-' and '_' (Docker and Kubernetes service
+// names use it). The empty host ("":6379) is the local system, as for
+// net.Dial.
+func validHostName(h string) bool {
+	if h == "" {
+		return true
+	}
+	if len(h) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(strings.TrimSuffix(h, "."), ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Bounds of the values options may take. Values outside them cannot mean
@@ -298,6 +363,9 @@ func resolveShards(shards []Shard, vnodes int) ([]Shard, *ring.Ring, error) {
 			return nil, nil, invalid(ErrEmptyAddr, field+".Failover.MasterName", "shard %q: empty", s.Name)
 		case math.IsNaN(s.Weight) || math.IsInf(s.Weight, 0) || s.Weight < 0:
 			return nil, nil, invalid(ErrInvalidWeight, field+".Weight", "shard %q has weight %v", s.Name, s.Weight)
+		}
+		if err := checkAddr(s); err != nil {
+			return nil, nil, invalid(ErrInvalidAddr, field+".Addr", "shard %q: %v", s.Name, err)
 		}
 		if j, dup := names[s.Name]; dup {
 			return nil, nil, invalid(ErrDuplicateName, field+".Name", "%q is shard #%d and #%d", s.Name, j, i)
