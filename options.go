@@ -36,17 +36,21 @@ type Options struct {
 	VnodesPerWeight int
 
 	// NewShardClient, if set, builds every go-redis client redshard opens
-	// to a shard (the command client, the heartbeat, the hot-key tracking
-	// reader and subscriber) from the options redshard prepared for that
-	// connection: a template clone or Shard.Options, with Addr set and the
-	// connection's own settings applied. For a Sentinel shard s.Failover
-	// holds the prepared options, for every kind of connection (a copy of
-	// the shard's FailoverOptions with the connection's settings applied:
-	// build the client with redis.NewFailoverClient(s.Failover)), and opt
-	// is the template with an empty Addr. Use it to add instrumentation or
-	// a custom dialer. Default
-	// redis.NewClient, or redis.NewFailoverClient for a Sentinel shard.
+	// to a shard with an address (the command client, the heartbeat, the
+	// hot-key tracking reader and subscriber) from the options redshard
+	// prepared for that connection: a template clone or Shard.Options, with
+	// Addr set and the connection's own settings applied. Use it to add
+	// instrumentation or a custom dialer. It is not called for a Sentinel
+	// shard (Shard.Failover set), whose options have no address: see
+	// NewFailoverShardClient. Default redis.NewClient.
 	NewShardClient func(s Shard, opt *redis.Options) *redis.Client
+
+	// NewFailoverShardClient, if set, builds every go-redis client redshard
+	// opens to a Sentinel shard (Shard.Failover set), as NewShardClient does
+	// for the others: opt is a copy of the shard's FailoverOptions with the
+	// connection's own settings applied (s.Failover is the same copy).
+	// Default redis.NewFailoverClient.
+	NewFailoverShardClient func(s Shard, opt *redis.FailoverOptions) *redis.Client
 
 	// Load turns on fleet-wide stampede control for GetOrLoad: a lease on
 	// the key's shard lets one process of the fleet load a missing key while
