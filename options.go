@@ -60,8 +60,10 @@ type Options struct {
 
 	// Health configures the per-shard heartbeat that marks shards down so
 	// their commands fail fast with ErrShardDown (or, with Failover, go to
-	// a stand-in shard). Default nil: the defaults of HealthOptions, a PING
-	// every 500ms, down after 2 failures, up after 2 successes, no failover.
+	// a stand-in shard). The heartbeat starts with the client's first
+	// connection to a shard (a client never used runs none) and stops at
+	// Close. Default nil: the defaults of HealthOptions, a PING every 500ms,
+	// down after 2 failures, up after 2 successes, no failover.
 	Health *HealthOptions
 
 	// HotKeys turns on hot-key detection and mitigation (a local cache, or

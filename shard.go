@@ -73,7 +73,7 @@ const (
 // Caller holds c.mu or owns c exclusively.
 func (c *Client) newBackend(s Shard) *backend {
 	b := &backend{c: c, shard: s, id: s.identity()}
-	b.client = c.dial(s, connCommand, nil, timeoutHook{b})
+	b.client = c.dial(s, connCommand, nil, timeoutHook{b}, heartbeatStart{c.monitor})
 	// Below the hooks added so far (shard hooks added later sit below it):
 	// the hooks above it see a command cut off by markDown fail with the
 	// shard's ErrShardDown.
