@@ -117,7 +117,7 @@ includes the servers, which run in this process).`)
 	if err := f.parse(args, stdout); err != nil {
 		return err
 	}
-	if err := c.wl.check(); err != nil {
+	if err := c.wl.check(!c.src.given()); err != nil {
 		return err
 	}
 	c.mitSet = f.isSet("mitigation")

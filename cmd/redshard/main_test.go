@@ -141,6 +141,13 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"bench", "--keys", "-5"}, "--keys"},
 		{[]string{"bench", "--concurrency", "-1"}, "--concurrency"},
 		{[]string{"bench", "--value-size", "-1"}, "--value-size"},
+		// Values that exhaust memory before measuring anything.
+		{[]string{"bench", "--keys", "10000000000"}, "--keys 10000000000: want 2 to 100000000"},
+		{[]string{"bench", "--value-size", "100000000000"}, "--value-size 100000000000: want 0 to 536870912"},
+		{[]string{"bench", "--concurrency", "100000000"}, "--concurrency 100000000: want 1 to 10000"},
+		{[]string{"bench", "--keys", "100000000", "--value-size", "1000"}, "embedded shards hold the data"},
+		{[]string{"hotkeys", "--keys", "10000000000"}, "--keys 10000000000"},
+		{[]string{"hotkeys", "--concurrency", "100000000"}, "--concurrency 100000000"},
 		{[]string{"bench", "--read-ratio", "-0.1"}, "--read-ratio"},
 		{[]string{"bench", "--read-ratio", "NaN"}, "--read-ratio"},
 		{[]string{"bench", "--zipf-s", "-2"}, "--zipf-s"},
