@@ -21,7 +21,9 @@ import (
 // Options configures a Client. NewClient copies it; changing it afterwards
 // has no effect. Validate reports what NewClient would reject.
 type Options struct {
-	// Shards lists the Redis servers keys are spread over. Required.
+	// Shards lists the Redis servers keys are spread over. Required, unless
+	// Registry is set: it must then be empty, since the list comes from the
+	// registry.
 	Shards []Shard
 
 	// ShardOptions is the template for every shard's go-redis client:
