@@ -234,32 +234,20 @@ func parseConfig(data []byte) (*Options, error) {
 }
 
 // checkDuplicateFields refuses an object, at any depth, that names a field
-// twice: encoding/json would keep the last value silently. The error gives
+// twice: encoding/json would keep the last value silently. Names are
+// compared as encoding/json matches them, ignoring case. The error gives
 // the field's path as the file spells it ("shards[1].addr") and where the
 // second one is. Syntax errors are left to the decoder, which words them.
 func checkDuplicateFields(data []byte) error {
 	type frame struct {
 		object bool
-		keys   map[string]bool
-		key    bool   // in an object: the next token is a key
-		path   string // of this object or array
-		index  int    // in an array: the next element's index
+		keys   map[string]bool // lower-cased names seen in this object
+		key    bool            // in an object: the next token is a key or '}'
+		path   string          // of this object or array
+		index  int             // in an array: the next element's index
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var stack []*frame
-	// value is called before each value token; it returns the value's path
-	// and moves the enclosing frame on.
-	value := func() string {
-		if len(stack) == 0 {
-			return ""
-		}
-		f := stack[len(stack)-1]
-		if !f.object {
-			f.index++
-			return fmt.Sprintf("%s[%d]", f.path, f.index-1)
-		}
-		return ""
-	}
 	var keyPath string // path of the value after the key just read
 	for {
 		tok, err := dec.Token()
@@ -271,35 +259,37 @@ func checkDuplicateFields(data []byte) error {
 			top = stack[len(stack)-1]
 		}
 		if top != nil && top.object && top.key {
-			if d, ok := tok.(json.Delim); ok && d == '}' {
+			if tok == json.Delim('}') {
 				stack = stack[:len(stack)-1]
 				continue
 			}
-			k, _ := tok.(string)
+			k, _ := tok.(string) // an object's keys are strings
 			keyPath = k
 			if top.path != "" {
 				keyPath = top.path + "." + k
 			}
-			if top.keys[k] {
+			low := strings.ToLower(k)
+			if top.keys[low] {
 				return fmt.Errorf("%s: the field is given twice (again at %s); keep one", keyPath, position(data, dec.InputOffset()))
 			}
-			top.keys[k] = true
+			top.keys[low] = true
 			top.key = false
 			continue
 		}
 		path := keyPath
-		if top != nil && !top.object {
-			path = value()
-		}
-		if top != nil && top.object {
-			top.key = true // after this value, a key or '}'
+		switch {
+		case top != nil && top.object:
+			top.key = true // after this value: a key or '}'
+		case top != nil:
+			path = fmt.Sprintf("%s[%d]", top.path, top.index)
+			top.index++
 		}
 		switch tok {
 		case json.Delim('{'):
 			stack = append(stack, &frame{object: true, keys: map[string]bool{}, key: true, path: path})
 		case json.Delim('['):
 			stack = append(stack, &frame{path: path})
-		case json.Delim('}'), json.Delim(']'):
+		case json.Delim(']'):
 			stack = stack[:len(stack)-1]
 		}
 	}

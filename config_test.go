@@ -134,6 +134,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"duplicated top-level field", "{\"shards\": [{\"name\": \"a\", \"addr\": \"x:1\"}],\n \"db\": 1,\n \"db\": 2}", []string{"db", "twice", "line 3"}, nil},
 		{"duplicated nested field", `{"shards": [{"name": "a", "addr": "x:1"}], "hot_keys": {"mitigation": "split", "detector": {"window": "1s", "window": "2s"}}}`, []string{"hot_keys.detector.window", "twice"}, nil},
 		{"duplicated field of a later shard", `{"shards": [{"name": "a", "addr": "x:1"}, {"name": "b", "addr": "x:2", "weight": 1, "weight": 2}]}`, []string{"shards[1].weight", "twice"}, nil},
+		{"duplicated field in another case", `{"shards": [{"name": "a", "addr": "x:1", "Addr": "x:2"}]}`, []string{"shards[0].Addr", "twice"}, nil},
+		{"duplicated field of a nested list's object", `{"shards": [{"name": "a", "addr": "x:1"}, {"name": "b", "name": "c", "addr": "x:2"}]}`, []string{"shards[1].name", "twice"}, nil},
 		{"duplicated list", `{"shards": [{"name": "a", "addr": "x:1"}], "shards": [{"name": "b", "addr": "x:2"}]}`, []string{"shards", "twice"}, nil},
 		{"explicit weight 0", `{"shards": [{"name": "a", "addr": "x:1"}, {"name": "b", "addr": "x:2", "weight": 0}]}`, []string{"shards[1].weight", `"b"`, "drain", "--remove", "docs/operations.md"}, redshard.ErrInvalidWeight},
 		{"unset password variable", `{"shards": [{"name": "a", "addr": "x:1"}], "password_env": "REDSHARD_TEST_UNSET_VARIABLE"}`, []string{"password_env", "REDSHARD_TEST_UNSET_VARIABLE", "not set"}, nil},
