@@ -29,7 +29,8 @@ type Options struct {
 	// ShardOptions is the template for every shard's go-redis client:
 	// password, ACL username, TLS, DB, pool sizes, timeouts, retries,
 	// Protocol. It is cloned per shard and Addr is replaced by the shard's.
-	// Nil means go-redis defaults.
+	// It does not apply to a Sentinel shard, whose clients are built from
+	// its Shard.Failover alone. Nil means go-redis defaults.
 	ShardOptions *redis.Options
 
 	// VnodesPerWeight is the number of ring points per unit of shard weight.
@@ -143,8 +144,9 @@ type Shard struct {
 	Options *redis.Options
 
 	// Failover, if set, makes this shard a Sentinel-managed primary: the
-	// shard's client is redis.NewFailoverClient(Failover) and Addr may be
-	// empty. High availability inside a shard is Sentinel's job; redshard
+	// shard's client is redis.NewFailoverClient(Failover) (or
+	// Options.NewFailoverShardClient's), Options.ShardOptions does not
+	// apply to it, and Addr may be empty. High availability inside a shard is Sentinel's job; redshard
 	// only decides which shard owns a key.
 	Failover *redis.FailoverOptions
 }
