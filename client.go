@@ -114,14 +114,19 @@ var errFrontDial = fmt.Errorf("%w: this connection is not bound to a shard "+
 	"(use the Client's own Subscribe, PSubscribe and SSubscribe, ShardFor, or ForEachShard)", ErrNotSharded)
 
 // NewClient validates opt (see Options.Validate) and returns a client for
-// its shards. It does not contact the shards: connections are made on
-// first use, as go-redis does.
+// its shards. It does not contact the shards, and runs no goroutine of its
+// own until the client is used: connections are made on first use, as
+// go-redis does, and the heartbeat (HealthOptions) starts with the client's
+// first connection to a shard. (Each shard's go-redis client starts what
+// go-redis starts for any client.) A client that follows a Registry reads
+// it here and starts following it.
 func NewClient(opt *Options) (*Client, error) {
 	cfg, err := opt.resolve()
 	if err != nil {
 		return nil, err
 	}
 	c := &Client{cfg: cfg, retiring: map[*retirement]struct{}{}, flights: newFlights()}
+	c.monitor = newMonitor(c) // before any shard client, whose first dial starts it
 	if cfg.hot != nil {
 		if c.hot, err = newHotPath(c, cfg.hot); err != nil {
 			return nil, err
@@ -156,7 +161,6 @@ func NewClient(opt *Options) (*Client, error) {
 
 	c.Client = newFront(routeHook{c})
 	c.apFront = newAPFront(c)
-	c.startMonitor()
 	if c.fleet != nil {
 		if err := c.fleet.start(first); err != nil {
 			_ = c.Close()

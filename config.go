@@ -24,7 +24,11 @@ import (
 // The file holds one JSON object. Only "shards" is required; every other
 // field may be left out and then takes the default of the Options field it
 // sets. Durations are Go duration strings ("500ms", "10m"). Unknown fields
-// are errors, so a misspelt setting is never silently ignored.
+// are errors, and so is a field given twice in one object, so a misspelt
+// or repeated setting is never silently ignored. A UTF-8 byte-order mark
+// at the start of the file is skipped. A shard's "weight" left out is 1;
+// an explicit 0 is refused (it does not drain a shard: remove the shard
+// from the list instead, see docs/operations.md).
 //
 //	{
 //	  "shards": [                                    // Options.Shards
@@ -93,9 +97,19 @@ type fileConfig struct {
 }
 
 type fileShard struct {
-	Name   string  `json:"name"`
-	Addr   string  `json:"addr"`
-	Weight float64 `json:"weight"`
+	Name   string   `json:"name"`
+	Addr   string   `json:"addr"`
+	Weight *float64 `json:"weight"` // nil: absent, the default; an explicit 0 is refused
+}
+
+// shard is the Shard s describes. A weight left out is the default (0);
+// parseConfig refuses an explicit 0 before it gets here.
+func (s fileShard) shard() Shard {
+	sh := Shard{Name: s.Name, Addr: s.Addr}
+	if s.Weight != nil {
+		sh.Weight = *s.Weight
+	}
+	return sh
 }
 
 type fileHealth struct {
@@ -128,6 +142,12 @@ type fileDetector struct {
 // parseConfig decodes and validates the contents of a configuration file.
 // Its errors name the field but not the file.
 func parseConfig(data []byte) (*Options, error) {
+	// Editors on Windows save UTF-8 with a byte-order mark; JSON has no use
+	// for it.
+	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
+	if err := checkDuplicateFields(data); err != nil {
+		return nil, err
+	}
 	var fc fileConfig
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -142,8 +162,14 @@ func parseConfig(data []byte) (*Options, error) {
 	if fc.Shards == nil {
 		return nil, fmt.Errorf("shards: %w (the field is required)", ErrNoShards)
 	}
-	for _, s := range fc.Shards {
-		opt.Shards = append(opt.Shards, Shard{Name: s.Name, Addr: s.Addr, Weight: s.Weight})
+	for i, s := range fc.Shards {
+		if s.Weight != nil && *s.Weight == 0 {
+			return nil, fmt.Errorf("shards[%d].weight: %w", i, invalid(ErrInvalidWeight, fmt.Sprintf("Shards[%d].Weight", i),
+				"shard %q: an explicit 0 does not drain a shard, and is refused; leave the field out for the default weight 1, "+
+					"or drain the shard by removing it from the list (redshard plan --remove, then redshard rebalance --remove, "+
+					"or redshard apply for a fleet: docs/operations.md, \"Adding (or removing) a shard safely\")", s.Name))
+		}
+		opt.Shards = append(opt.Shards, s.shard())
 	}
 
 	d := durations{}
@@ -205,6 +231,68 @@ func parseConfig(data []byte) (*Options, error) {
 		return nil, err
 	}
 	return opt, nil
+}
+
+// checkDuplicateFields refuses an object, at any depth, that names a field
+// twice: encoding/json would keep the last value silently. Names are
+// compared as encoding/json matches them, ignoring case. The error gives
+// the field's path as the file spells it ("shards[1].addr") and where the
+// second one is. Syntax errors are left to the decoder, which words them.
+func checkDuplicateFields(data []byte) error {
+	type frame struct {
+		object bool
+		keys   map[string]bool // lower-cased names seen in this object
+		key    bool            // in an object: the next token is a key or '}'
+		path   string          // of this object or array
+		index  int             // in an array: the next element's index
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var stack []*frame
+	var keyPath string // path of the value after the key just read
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // io.EOF, or a syntax error the decoder reports
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.object && top.key {
+			if tok == json.Delim('}') {
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			k, _ := tok.(string) // an object's keys are strings
+			keyPath = k
+			if top.path != "" {
+				keyPath = top.path + "." + k
+			}
+			low := strings.ToLower(k)
+			if top.keys[low] {
+				return fmt.Errorf("%s: the field is given twice (again at %s); keep one", keyPath, position(data, dec.InputOffset()))
+			}
+			top.keys[low] = true
+			top.key = false
+			continue
+		}
+		path := keyPath
+		switch {
+		case top != nil && top.object:
+			top.key = true // after this value: a key or '}'
+		case top != nil:
+			path = fmt.Sprintf("%s[%d]", top.path, top.index)
+			top.index++
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{object: true, keys: map[string]bool{}, key: true, path: path})
+		case json.Delim('['):
+			stack = append(stack, &frame{path: path})
+		case json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+	}
 }
 
 // jsonField names an Options field ("Health.GutterTTL", "Shards[2].Weight")

@@ -130,6 +130,14 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"sub-ms gutter TTL", `{"shards": [{"name": "a", "addr": "x:1"}], "health": {"failover": true, "gutter_ttl": "10us"}}`, []string{"health.gutter_ttl"}, redshard.ErrInvalidHealthOptions},
 		{"handoff window is gone", `{"shards": [{"name": "a", "addr": "x:1"}], "handoff_window": "1m"}`, []string{`unknown field "handoff_window"`}, nil},
 		{"cache beyond memory", `{"shards": [{"name": "a", "addr": "x:1"}], "hot_keys": {"mitigation": "local-cache", "cache_bytes": 9223372036854775807}}`, []string{"hot_keys.cache_bytes", "memory"}, redshard.ErrInvalidHotKeyOptions},
+		{"duplicated shard field", `{"shards": [{"name": "a", "addr": "x:1", "addr": "x:2"}]}`, []string{"shards[0].addr", "twice", "line 1"}, nil},
+		{"duplicated top-level field", "{\"shards\": [{\"name\": \"a\", \"addr\": \"x:1\"}],\n \"db\": 1,\n \"db\": 2}", []string{"db", "twice", "line 3"}, nil},
+		{"duplicated nested field", `{"shards": [{"name": "a", "addr": "x:1"}], "hot_keys": {"mitigation": "split", "detector": {"window": "1s", "window": "2s"}}}`, []string{"hot_keys.detector.window", "twice"}, nil},
+		{"duplicated field of a later shard", `{"shards": [{"name": "a", "addr": "x:1"}, {"name": "b", "addr": "x:2", "weight": 1, "weight": 2}]}`, []string{"shards[1].weight", "twice"}, nil},
+		{"duplicated field in another case", `{"shards": [{"name": "a", "addr": "x:1", "Addr": "x:2"}]}`, []string{"shards[0].Addr", "twice"}, nil},
+		{"duplicated field of a nested list's object", `{"shards": [{"name": "a", "addr": "x:1"}, {"name": "b", "name": "c", "addr": "x:2"}]}`, []string{"shards[1].name", "twice"}, nil},
+		{"duplicated list", `{"shards": [{"name": "a", "addr": "x:1"}], "shards": [{"name": "b", "addr": "x:2"}]}`, []string{"shards", "twice"}, nil},
+		{"explicit weight 0", `{"shards": [{"name": "a", "addr": "x:1"}, {"name": "b", "addr": "x:2", "weight": 0}]}`, []string{"shards[1].weight", `"b"`, "drain", "--remove", "docs/operations.md"}, redshard.ErrInvalidWeight},
 		{"unset password variable", `{"shards": [{"name": "a", "addr": "x:1"}], "password_env": "REDSHARD_TEST_UNSET_VARIABLE"}`, []string{"password_env", "REDSHARD_TEST_UNSET_VARIABLE", "not set"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -146,6 +154,26 @@ func TestLoadConfigErrors(t *testing.T) {
 			}
 			if tc.is != nil && !errors.Is(err, tc.is) {
 				t.Errorf("error %q does not wrap %v", msg, tc.is)
+			}
+		})
+	}
+}
+
+// TestLoadConfigAccepts: a byte-order mark, the same field name in two
+// different objects, and a weight left out (the default 1) are all fine.
+func TestLoadConfigAccepts(t *testing.T) {
+	for _, tc := range []struct{ name, body string }{
+		{"byte-order mark", "\uFEFF" + `{"shards": [{"name": "a", "addr": "127.0.0.1:7001"}, {"name": "b", "addr": "127.0.0.1:7002"}]}`},
+		{"same names in sibling objects", `{"shards": [{"name": "a", "addr": "127.0.0.1:7001", "weight": 2}, {"name": "b", "addr": "127.0.0.1:7002"}],
+			"health": {"interval": "1s", "timeout": "1s"}, "hot_keys": {"mitigation": "split", "detector": {"window": "1s"}}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opt, err := redshard.LoadConfig(writeConfig(t, tc.body))
+			if err != nil {
+				t.Fatalf("LoadConfig: %v", err)
+			}
+			if len(opt.Shards) != 2 || opt.Shards[0].Name != "a" || opt.Shards[1].Weight != 0 {
+				t.Errorf("Shards = %+v", opt.Shards)
 			}
 		})
 	}

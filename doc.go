@@ -13,6 +13,11 @@
 //	})
 //	var c redis.UniversalClient = rdb // the rest of the application does not change
 //
+// That holds for code that uses a redis.UniversalClient or redis.Cmdable.
+// Code that holds a *redis.Client changes that one type: the field or
+// parameter becomes a redis.UniversalClient, which a *redis.Client also
+// satisfies.
+//
 // # Routing
 //
 // Every command go-redis can send falls into one class of the routing
@@ -56,10 +61,11 @@
 //  6. Bounded, stated staleness: with HotKeyOptions, a hot key's reply
 //     may lag another process's write by at most MaxStaleness (with
 //     CLIENT TRACKING, by the invalidation's delivery time). Off by default.
-//  7. Membership changes keep the cache warm: after SetShards a moved key
-//     is brought over from its previous owner on first use, once however
-//     many goroutines ask, and Rebalance moves the rest (see SetShards and
-//     Rebalance for what each step guarantees).
+//  7. Membership changes keep the cache warm: after SetShards (or a
+//     fleet's change through its registry) a moved key is brought over
+//     from its previous owner on first use, once however many goroutines
+//     ask, and Rebalance moves the rest (see SetShards and Rebalance for
+//     what each step guarantees).
 //  8. Failures are explicit: a shard the heartbeat marks down fails fast
 //     with ErrShardDown unless HealthOptions.Failover was chosen, and bad
 //     configuration is an error naming the field (Options.Validate), never
@@ -67,6 +73,21 @@
 //  9. No leaks: Close cancels and waits for every goroutine and shared
 //     call the client started, and closes every connection it opened; a
 //     closed client returns redis.ErrClosed.
+//
+// # Fleets
+//
+// Many processes that share shards must agree on the shard list. Each can
+// be given the list (Options.Shards) and told of a change with SetShards,
+// or, for a fleet, follow one registry instead (Options.Registry, package
+// registry: a Redis the operator designates, or etcd through
+// registry/etcdregistry). The registry holds the ring with an epoch; a
+// change (the redshard apply command, or Apply) runs in phases, each
+// published only once every live process has acknowledged the previous
+// one, so processes are never more than one phase apart and no write is
+// lost between them. A process that loses the registry for longer than its
+// lease refuses, with ErrFenced, the keys a change could move until it has
+// caught up. docs/operations.md ("A fleet") is the operator's side,
+// docs/membership.md the protocol.
 //
 // # Hooks and observability
 //

@@ -363,12 +363,12 @@ func (fakeTracking) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	return next
 }
 
-// TestNewShardClientSentinelShard: for a Sentinel shard, NewShardClient gets
-// the shard's FailoverOptions, with each connection's settings applied, in
-// s.Failover (and a template without an address in opt) for every kind of
-// connection redshard opens: commands, heartbeat, tracked reads and the
-// invalidation subscriber.
-func TestNewShardClientSentinelShard(t *testing.T) {
+// TestNewFailoverShardClient: for a Sentinel shard, NewFailoverShardClient
+// gets the shard's FailoverOptions, with each connection's settings applied,
+// for every kind of connection redshard opens: commands, heartbeat, tracked
+// reads and the invalidation subscriber. NewShardClient, whose options would
+// have no address, is not called.
+func TestNewFailoverShardClient(t *testing.T) {
 	m := miniredis.RunT(t)
 	sentinels := []string{"sentinel-1.invalid:26379", "sentinel-2.invalid:26379"}
 	type call struct {
@@ -383,12 +383,14 @@ func TestNewShardClientSentinelShard(t *testing.T) {
 		Health:  &redshard.HealthOptions{Interval: 10 * time.Millisecond, Timeout: time.Second},
 		HotKeys: &redshard.HotKeyOptions{Mitigation: redshard.LocalCache, Detector: hotFrozenDetector()},
 		NewShardClient: func(s redshard.Shard, opt *redis.Options) *redis.Client {
-			if s.Failover == nil {
-				t.Errorf("NewShardClient got no Failover for a Sentinel shard (opt.Addr %q)", opt.Addr)
-				return redis.NewClient(&redis.Options{Addr: m.Addr()})
+			t.Errorf("NewShardClient called for Sentinel shard %v (opt.Addr %q)", s, opt.Addr)
+			return redis.NewClient(&redis.Options{Addr: m.Addr()})
+		},
+		NewFailoverShardClient: func(s redshard.Shard, fo *redis.FailoverOptions) *redis.Client {
+			if s.Failover != fo {
+				t.Errorf("s.Failover %p is not the options handed over (%p)", s.Failover, fo)
 			}
-			calls <- call{fo: *s.Failover, addr: opt.Addr}
-			fo := s.Failover
+			calls <- call{fo: *fo}
 			cl := redis.NewClient(&redis.Options{ // the "master", from the prepared options
 				Addr: m.Addr(), Protocol: fo.Protocol, PoolSize: fo.PoolSize, MaxRetries: fo.MaxRetries,
 				ReadTimeout: fo.ReadTimeout, OnConnect: fo.OnConnect,
@@ -403,6 +405,9 @@ func TestNewShardClientSentinelShard(t *testing.T) {
 	defer c.Close()
 	ctx := t.Context()
 
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
 	var got []call
 	heartbeat := func(c call) bool { return c.fo.PoolSize == 1 && c.fo.MaxRetries == -1 }
 	for !slices.ContainsFunc(got, heartbeat) { // the monitor opens the heartbeat
@@ -410,11 +415,8 @@ func TestNewShardClientSentinelShard(t *testing.T) {
 		case c := <-calls:
 			got = append(got, c)
 		case <-time.After(10 * time.Second): // a watchdog, not a measurement
-			t.Fatalf("no heartbeat client among NewShardClient calls %+v", got)
+			t.Fatalf("no heartbeat client among NewFailoverShardClient calls %+v", got)
 		}
-	}
-	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
-		t.Fatal(err)
 	}
 	hotWarm(t, c, "k")
 	if v, err := c.Get(ctx, "k").Result(); err != nil || v != "v" { // the first hot read opens the tracking clients
@@ -425,13 +427,46 @@ func TestNewShardClientSentinelShard(t *testing.T) {
 	}
 	subscriber := func(c call) bool { return c.fo.Protocol == 2 && c.fo.OnConnect != nil }
 	if len(got) != 4 || !slices.ContainsFunc(got, subscriber) {
-		t.Fatalf("NewShardClient calls %+v; want 4: commands, heartbeat, tracked reads, subscriber", got)
+		t.Fatalf("NewFailoverShardClient calls %+v; want 4: commands, heartbeat, tracked reads, subscriber", got)
 	}
 	for _, c := range got {
-		if c.fo.MasterName != "mymaster" || !slices.Equal(c.fo.SentinelAddrs, sentinels) || c.addr != "" {
-			t.Errorf("NewShardClient got Failover %q %q, opt.Addr %q; want mymaster %q and no address",
-				c.fo.MasterName, c.fo.SentinelAddrs, c.addr, sentinels)
+		if c.fo.MasterName != "mymaster" || !slices.Equal(c.fo.SentinelAddrs, sentinels) {
+			t.Errorf("NewFailoverShardClient got Failover %q %q; want mymaster %q", c.fo.MasterName, c.fo.SentinelAddrs, sentinels)
 		}
+	}
+}
+
+// TestNewShardClientNotForSentinel: a NewShardClient hook written for
+// addressed shards (redis.NewClient(opt)) is never handed a Sentinel
+// shard's address-less options, which would reach localhost:6379: the
+// shard's clients are redis.NewFailoverClient's.
+func TestNewShardClientNotForSentinel(t *testing.T) {
+	m := miniredis.RunT(t)
+	var mu sync.Mutex
+	var built []string // the Addr of each client NewShardClient built
+	c, err := redshard.NewClient(&redshard.Options{
+		Shards: []redshard.Shard{
+			{Name: "plain", Addr: m.Addr()},
+			{Name: "sentinel", Failover: &redis.FailoverOptions{MasterName: "mymaster", SentinelAddrs: []string{"127.0.0.1:1"}}},
+		},
+		Health: &redshard.HealthOptions{Disable: true},
+		NewShardClient: func(s redshard.Shard, opt *redis.Options) *redis.Client {
+			mu.Lock()
+			built = append(built, opt.Addr)
+			mu.Unlock()
+			return redis.NewClient(opt)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(built, []string{m.Addr()}) {
+		t.Errorf("NewShardClient built clients for %q; want only the plain shard's %q", built, m.Addr())
 	}
 }
 

@@ -26,6 +26,11 @@ var (
 	// ErrEmptyAddr is returned for a shard with neither an Addr nor a
 	// Failover configuration with a MasterName.
 	ErrEmptyAddr = errors.New("redshard: empty shard address")
+	// ErrInvalidAddr is returned for a shard Addr that is neither host:port
+	// (a host name or an IP literal, IPv6 in brackets, and a port number)
+	// nor a Unix socket path (one starting with "/", or any path when the
+	// shard's Shard.Options.Network is "unix").
+	ErrInvalidAddr = errors.New("redshard: invalid shard address")
 	// ErrDuplicateAddr is returned when two shards point at the same server
 	// (the same address, or the same Sentinel master).
 	ErrDuplicateAddr = errors.New("redshard: duplicate shard address")

@@ -154,7 +154,7 @@ func parseRingDoc(doc []byte, vnodes int) ([]Shard, ringIDs, error) {
 	}
 	shards := make([]Shard, len(fc.Shards))
 	for i, s := range fc.Shards {
-		shards[i] = Shard{Name: s.Name, Addr: s.Addr, Weight: s.Weight}
+		shards[i] = s.shard()
 	}
 	if fc.VnodesPerWeight != 0 {
 		vnodes = fc.VnodesPerWeight

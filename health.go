@@ -3,7 +3,9 @@ package redshard
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -78,27 +80,74 @@ type outage struct {
 }
 
 // monitor pings every shard on a ticker until Close. The heartbeat state
-// it keeps lives in each backend.
+// it keeps lives in each backend. Its goroutine starts on the client's
+// first dial to a shard (heartbeatStart), so a client that is never used
+// runs nothing.
 type monitor struct {
 	c    *Client
 	opt  HealthOptions
 	stop chan struct{}
 	done chan struct{}
+
+	started atomic.Bool // run was started, or close came first: start has nothing to do
+	mu      sync.Mutex  // serialises start with close
+	closed  bool        // guarded by mu
 }
 
-func (c *Client) startMonitor() {
+// newMonitor returns the client's monitor, not started, or nil when the
+// heartbeat is off.
+func newMonitor(c *Client) *monitor {
 	if c.cfg.health.Disable {
+		return nil
+	}
+	return &monitor{c: c, opt: c.cfg.health, stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// start runs the heartbeat unless it runs already or the client is
+// closed. After the first call it costs one atomic load.
+func (m *monitor) start() {
+	if m == nil || m.started.Load() {
 		return
 	}
-	m := &monitor{c: c, opt: c.cfg.health, stop: make(chan struct{}), done: make(chan struct{})}
-	c.monitor = m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || m.started.Load() {
+		return
+	}
+	m.started.Store(true)
 	go m.run()
 }
 
-// close stops the monitor and waits for it. Idempotent via Client.Close.
+// close stops the monitor and waits for it if it was started. Idempotent
+// via Client.Close.
 func (m *monitor) close() {
-	close(m.stop)
-	<-m.done
+	m.mu.Lock()
+	m.closed = true
+	running := m.started.Swap(true)
+	m.mu.Unlock()
+	if running {
+		close(m.stop)
+		<-m.done
+	}
+}
+
+// heartbeatStart is a hook of every shard's command client that starts the
+// heartbeat when the client first dials a shard, whatever opened the
+// connection: a command, a pipeline, Pub/Sub, Watch, ShardFor. Dials are
+// rare, and the hook adds nothing to the command path.
+type heartbeatStart struct{ m *monitor }
+
+func (h heartbeatStart) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		h.m.start()
+		return next(ctx, network, addr)
+	}
+}
+
+func (heartbeatStart) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (heartbeatStart) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 func (m *monitor) run() {

@@ -385,6 +385,9 @@ func TestFailoverMultiKeyStandIns(t *testing.T) {
 	// check that such a command is served, and that untagged keys with
 	// different stand-ins are refused.
 	keys := cl.keysOn(t, "shard-0", "k", 200)
+	if err := c.Ping(ctx).Err(); err != nil { // first use: starts the heartbeat
+		t.Fatal(err)
+	}
 	cl.mini["shard-0"].Close()
 	<-down
 	standIn := map[string][]string{}

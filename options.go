@@ -1,10 +1,12 @@
 package redshard
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,13 +21,16 @@ import (
 // Options configures a Client. NewClient copies it; changing it afterwards
 // has no effect. Validate reports what NewClient would reject.
 type Options struct {
-	// Shards lists the Redis servers keys are spread over. Required.
+	// Shards lists the Redis servers keys are spread over. Required, unless
+	// Registry is set: it must then be empty, since the list comes from the
+	// registry.
 	Shards []Shard
 
 	// ShardOptions is the template for every shard's go-redis client:
 	// password, ACL username, TLS, DB, pool sizes, timeouts, retries,
 	// Protocol. It is cloned per shard and Addr is replaced by the shard's.
-	// Nil means go-redis defaults.
+	// It does not apply to a Sentinel shard, whose clients are built from
+	// its Shard.Failover alone. Nil means go-redis defaults.
 	ShardOptions *redis.Options
 
 	// VnodesPerWeight is the number of ring points per unit of shard weight.
@@ -34,17 +39,21 @@ type Options struct {
 	VnodesPerWeight int
 
 	// NewShardClient, if set, builds every go-redis client redshard opens
-	// to a shard (the command client, the heartbeat, the hot-key tracking
-	// reader and subscriber) from the options redshard prepared for that
-	// connection: a template clone or Shard.Options, with Addr set and the
-	// connection's own settings applied. For a Sentinel shard s.Failover
-	// holds the prepared options, for every kind of connection (a copy of
-	// the shard's FailoverOptions with the connection's settings applied:
-	// build the client with redis.NewFailoverClient(s.Failover)), and opt
-	// is the template with an empty Addr. Use it to add instrumentation or
-	// a custom dialer. Default
-	// redis.NewClient, or redis.NewFailoverClient for a Sentinel shard.
+	// to a shard with an address (the command client, the heartbeat, the
+	// hot-key tracking reader and subscriber) from the options redshard
+	// prepared for that connection: a template clone or Shard.Options, with
+	// Addr set and the connection's own settings applied. Use it to add
+	// instrumentation or a custom dialer. It is not called for a Sentinel
+	// shard (Shard.Failover set), whose options have no address: see
+	// NewFailoverShardClient. Default redis.NewClient.
 	NewShardClient func(s Shard, opt *redis.Options) *redis.Client
+
+	// NewFailoverShardClient, if set, builds every go-redis client redshard
+	// opens to a Sentinel shard (Shard.Failover set), as NewShardClient does
+	// for the others: opt is a copy of the shard's FailoverOptions with the
+	// connection's own settings applied (s.Failover is the same copy).
+	// Default redis.NewFailoverClient.
+	NewFailoverShardClient func(s Shard, opt *redis.FailoverOptions) *redis.Client
 
 	// Load turns on fleet-wide stampede control for GetOrLoad: a lease on
 	// the key's shard lets one process of the fleet load a missing key while
@@ -54,8 +63,10 @@ type Options struct {
 
 	// Health configures the per-shard heartbeat that marks shards down so
 	// their commands fail fast with ErrShardDown (or, with Failover, go to
-	// a stand-in shard). Default nil: the defaults of HealthOptions, a PING
-	// every 500ms, down after 2 failures, up after 2 successes, no failover.
+	// a stand-in shard). The heartbeat starts with the client's first
+	// connection to a shard (a client never used runs none) and stops at
+	// Close. Default nil: the defaults of HealthOptions, a PING every 500ms,
+	// down after 2 failures, up after 2 successes, no failover.
 	Health *HealthOptions
 
 	// HotKeys turns on hot-key detection and mitigation (a local cache, or
@@ -129,7 +140,10 @@ type Shard struct {
 	// and renaming a shard moves its keys. Required, unique.
 	Name string
 
-	// Addr is host:port. Required unless Failover is set.
+	// Addr is host:port ("10.0.0.1:6379", "[::1]:6379", "cache-a:6379"),
+	// or the path of a Unix socket: one starting with "/", or any path
+	// when Options.Network is "unix". Anything else is ErrInvalidAddr.
+	// Required unless Failover is set.
 	Addr string
 
 	// Weight is the shard's relative capacity: a shard of weight 2 owns
@@ -141,8 +155,9 @@ type Shard struct {
 	Options *redis.Options
 
 	// Failover, if set, makes this shard a Sentinel-managed primary: the
-	// shard's client is redis.NewFailoverClient(Failover) and Addr may be
-	// empty. High availability inside a shard is Sentinel's job; redshard
+	// shard's client is redis.NewFailoverClient(Failover) (or
+	// Options.NewFailoverShardClient's), Options.ShardOptions does not
+	// apply to it, and Addr may be empty. High availability inside a shard is Sentinel's job; redshard
 	// only decides which shard owns a key.
 	Failover *redis.FailoverOptions
 }
@@ -188,6 +203,66 @@ func canonicalAddr(addr string) string {
 		host = "127.0.0.1"
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// checkAddr reports why s.Addr cannot be dialled, if it cannot: it must be
+// host:port, with a numeric port in [1, 65535] and a host that is an IP
+// literal or a host name, or a Unix socket path (go-redis dials an Addr
+// starting with "/" as one, and any Addr when Options.Network is "unix").
+// A Sentinel shard's Addr is not used. Nothing is resolved: NewClient does
+// not use the network.
+func checkAddr(s Shard) error {
+	if s.Failover != nil {
+		return nil
+	}
+	if strings.HasPrefix(s.Addr, "/") || s.Options != nil && s.Options.Network == "unix" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(s.Addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port (%v)", s.Addr, unquoteAddrErr(err))
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		return fmt.Errorf("%q: the port %q is not a number in [1, 65535]", s.Addr, port)
+	}
+	if _, err := netip.ParseAddr(host); err == nil || validHostName(host) {
+		return nil
+	}
+	return fmt.Errorf("%q: %q is neither an IP address nor a host name", s.Addr, host)
+}
+
+// unquoteAddrErr is net.SplitHostPort's reason without the address, which
+// checkAddr's message already quotes.
+func unquoteAddrErr(err error) string {
+	var ae *net.AddrError
+	if errors.As(err, &ae) {
+		return ae.Err
+	}
+	return err.Error()
+}
+
+// validHostName reports whether h can be a DNS host name: dot-separated
+// labels of letters, digits, '-' and '_' (Docker and Kubernetes service
+// names use it). The empty host ("":6379) is the local system, as for
+// net.Dial.
+func validHostName(h string) bool {
+	if h == "" {
+		return true
+	}
+	if len(h) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(strings.TrimSuffix(h, "."), ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Bounds of the values options may take. Values outside them cannot mean
@@ -309,6 +384,9 @@ func resolveShards(shards []Shard, vnodes int) ([]Shard, *ring.Ring, error) {
 			return nil, nil, invalid(ErrEmptyAddr, field+".Failover.MasterName", "shard %q: empty", s.Name)
 		case math.IsNaN(s.Weight) || math.IsInf(s.Weight, 0) || s.Weight < 0:
 			return nil, nil, invalid(ErrInvalidWeight, field+".Weight", "shard %q has weight %v", s.Name, s.Weight)
+		}
+		if err := checkAddr(s); err != nil {
+			return nil, nil, invalid(ErrInvalidAddr, field+".Addr", "shard %q: %v", s.Name, err)
 		}
 		if j, dup := names[s.Name]; dup {
 			return nil, nil, invalid(ErrDuplicateName, field+".Name", "%q is shard #%d and #%d", s.Name, j, i)

@@ -3,9 +3,12 @@ package redshard_test
 import (
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard"
 	"github.com/redshard/redshard/hotkey"
@@ -107,6 +110,44 @@ func TestRebalanceOptionsValidate(t *testing.T) {
 	for _, rate := range []float64{0, 0.5, 1e9} {
 		if err := (redshard.RebalanceOptions{Rate: rate}).Validate(); err != nil {
 			t.Errorf("Rate %v: Validate() = %v, want nil", rate, err)
+		}
+	}
+}
+
+// TestOptionsAddr: an Addr that cannot be dialled is ErrInvalidAddr naming
+// the shard, the field and the value, from Validate and NewClient alike;
+// host:port, [v6]:port, host names and Unix socket paths are accepted.
+func TestOptionsAddr(t *testing.T) {
+	for _, addr := range []string{"not an address", "127.0.0.1", "::1", "10.0.0.1:", "10.0.0.1:port", "10.0.0.1:70000", "10.0.0.1:0", "bad host:6379", "[::1]", "a..b:6379"} {
+		t.Run(addr, func(t *testing.T) {
+			opt := &redshard.Options{Shards: []redshard.Shard{{Name: "a", Addr: "127.0.0.1:1"}, {Name: "b", Addr: addr}}}
+			err := opt.Validate()
+			if !errors.Is(err, redshard.ErrInvalidAddr) || !errors.Is(err, redshard.ErrInvalidOptions) {
+				t.Fatalf("Validate() = %v; want ErrInvalidAddr", err)
+			}
+			for _, w := range []string{"Shards[1].Addr", `"b"`, strconv.Quote(addr)} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate() = %q; want it to name %s", err, w)
+				}
+			}
+			if c, nerr := redshard.NewClient(opt); c != nil || !errors.Is(nerr, redshard.ErrInvalidAddr) {
+				t.Errorf("NewClient = %v, %v; want ErrInvalidAddr", c, nerr)
+			}
+		})
+	}
+	for _, s := range []redshard.Shard{
+		{Name: "b", Addr: "10.0.0.2:6379"},
+		{Name: "b", Addr: "[::1]:6380"},
+		{Name: "b", Addr: "[fe80::1%eth0]:6380"},
+		{Name: "b", Addr: "cache-b.internal:6379"},
+		{Name: "b", Addr: "redis_b:6379"},
+		{Name: "b", Addr: "/run/redis/redis.sock"},
+		{Name: "b", Addr: "redis.sock", Options: &redis.Options{Network: "unix"}},
+		{Name: "b", Failover: &redis.FailoverOptions{MasterName: "b", SentinelAddrs: []string{"10.0.0.9:26379"}}},
+	} {
+		opt := &redshard.Options{Shards: []redshard.Shard{{Name: "a", Addr: "127.0.0.1:1"}, s}}
+		if err := opt.Validate(); err != nil {
+			t.Errorf("%v: Validate() = %v, want nil", s, err)
 		}
 	}
 }

@@ -73,7 +73,7 @@ const (
 // Caller holds c.mu or owns c exclusively.
 func (c *Client) newBackend(s Shard) *backend {
 	b := &backend{c: c, shard: s, id: s.identity()}
-	b.client = c.dial(s, connCommand, nil, timeoutHook{b})
+	b.client = c.dial(s, connCommand, nil, timeoutHook{b}, heartbeatStart{c.monitor})
 	// Below the hooks added so far (shard hooks added later sit below it):
 	// the hooks above it see a command cut off by markDown fail with the
 	// shard's ErrShardDown.
@@ -237,7 +237,8 @@ func (s *connSet) closeAll() {
 
 // dial builds one go-redis client to shard s for the given purpose. It is
 // the only place redshard creates a client to a shard, so every connection
-// honours Options.NewShardClient, Shard.Options and Shard.Failover, and
+// honours Options.NewShardClient (NewFailoverShardClient for a Sentinel
+// shard), Shard.Options and Shard.Failover, and
 // every command-sending one gets the shard hooks. onConnect, if set, runs
 // after the options' own OnConnect on each new connection; first, if any,
 // are the client's outermost hooks.
@@ -312,10 +313,12 @@ func (c *Client) dial(s Shard, kind connKind, onConnect func(context.Context, *r
 
 	var cl *redis.Client
 	switch {
-	case o.NewShardClient != nil:
-		cl = o.NewShardClient(s, opt)
+	case fo != nil && o.NewFailoverShardClient != nil:
+		cl = o.NewFailoverShardClient(s, fo)
 	case fo != nil:
 		cl = redis.NewFailoverClient(fo)
+	case o.NewShardClient != nil:
+		cl = o.NewShardClient(s, opt)
 	default:
 		cl = redis.NewClient(opt)
 	}

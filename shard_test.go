@@ -76,15 +76,15 @@ func TestNewShardClientReachesEveryConnection(t *testing.T) {
 	}
 	defer c.Close()
 	ctx := t.Context()
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil { // first use: starts the heartbeat
+		t.Fatal(err)
+	}
 	for range 6 { // heartbeats succeed: 3 rounds of 2 shards
 		select {
 		case <-pings:
 		case <-time.After(10 * time.Second):
 			t.Fatal("no successful heartbeat through NewShardClient's dialer")
 		}
-	}
-	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
-		t.Fatal(err)
 	}
 	for i := range 40 { // make k hot and read it through the hot path
 		if v, err := c.Get(ctx, "k").Result(); err != nil || v != "v" {

@@ -49,8 +49,13 @@ type Stats struct {
 	HandoffActive bool
 	// HandoffMoved counts keys brought over from a previous owner on first use.
 	HandoffMoved int64
-	// HandoffErrors counts handoff migrations that failed; the commands that
-	// asked for them went on against the new owner.
+	// HandoffErrors counts keys whose move from their previous owner, on
+	// first use after a change, failed. The command that asked for the move
+	// failed with that error, and the next command on the key tries the
+	// move again; if the previous owner was marked down meanwhile, the
+	// command fails with its ErrShardDown instead, or, with
+	// HealthOptions.Failover, goes on against the new owner without the old
+	// value.
 	HandoffErrors int64
 	// ShardDowns counts the times a shard was marked down.
 	ShardDowns int64

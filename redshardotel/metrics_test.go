@@ -181,6 +181,9 @@ func TestShardDown(t *testing.T) {
 	}
 
 	dead := cl.keyOn(t, "shard-1", "k")
+	if err := cl.c.Ping(ctx).Err(); err != nil { // first use: starts the heartbeat
+		t.Fatal(err)
+	}
 	cl.mini["shard-1"].Close()
 	waitEvent(t, events, "shard-1", true)
 	if err := cl.c.Get(ctx, dead).Err(); !errors.Is(err, redshard.ErrShardDown) {

@@ -108,7 +108,7 @@ includes the servers, which run in this process).`)
 	f.DurationVar(&c.killAt, "kill-shard-at", 0, "close embedded shard-0 this long into the run")
 	f.StringVar(&c.png, "png", "", "draw charts to `FILE`-load.png, FILE-latency.png and FILE-throughput.png")
 	var compare string
-	f.StringVar(&compare, "compare", "", "also run the workload through these `systems`, comma-separated: goredis-ring (go-redis's redis.Ring), goredis-autopipeline (go-redis's AutoPipeline on the first shard alone)")
+	f.StringVar(&compare, "compare", "", "also run the workload through these `systems`, comma-separated: goredis-ring (go-redis's redis.Ring), goredis-autopipeline (go-redis's AutoPipeline on the first shard alone), goredis-autopipeline-per-shard (go-redis's AutoPipeline of each shard's client, keys placed by redshard's ring)")
 	f.BoolVar(&c.first, "compare-first", false, "with --compare, run the comparisons before redshard (to check the order does not matter)")
 	f.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole command to `file` (go tool pprof)")
 	f.BoolVar(&c.preload, "preload", true, "write every key before the run, so reads hit")
@@ -117,7 +117,7 @@ includes the servers, which run in this process).`)
 	if err := f.parse(args, stdout); err != nil {
 		return err
 	}
-	if err := c.wl.check(); err != nil {
+	if err := c.wl.check(!c.src.given()); err != nil {
 		return err
 	}
 	c.mitSet = f.isSet("mitigation")

@@ -52,7 +52,7 @@ the split copies made of them, and no other key is touched.`)
 	if err := f.parse(args, stdout); err != nil {
 		return err
 	}
-	if err := wl.check(); err != nil {
+	if err := wl.check(!src.given()); err != nil {
 		return err
 	}
 	var hot redshard.HotKeyOptions

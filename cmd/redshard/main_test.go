@@ -141,6 +141,13 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"bench", "--keys", "-5"}, "--keys"},
 		{[]string{"bench", "--concurrency", "-1"}, "--concurrency"},
 		{[]string{"bench", "--value-size", "-1"}, "--value-size"},
+		// Values that exhaust memory before measuring anything.
+		{[]string{"bench", "--keys", "10000000000"}, "--keys 10000000000: want 2 to 100000000"},
+		{[]string{"bench", "--value-size", "100000000000"}, "--value-size 100000000000: want 0 to 536870912"},
+		{[]string{"bench", "--concurrency", "100000000"}, "--concurrency 100000000: want 1 to 10000"},
+		{[]string{"bench", "--keys", "100000000", "--value-size", "1000"}, "embedded shards hold the data"},
+		{[]string{"hotkeys", "--keys", "10000000000"}, "--keys 10000000000"},
+		{[]string{"hotkeys", "--concurrency", "100000000"}, "--concurrency 100000000"},
 		{[]string{"bench", "--read-ratio", "-0.1"}, "--read-ratio"},
 		{[]string{"bench", "--read-ratio", "NaN"}, "--read-ratio"},
 		{[]string{"bench", "--zipf-s", "-2"}, "--zipf-s"},
@@ -281,5 +288,58 @@ func TestRedisLogQuietUnlessVerbose(t *testing.T) {
 	code, _, errOut = runCmd(t, "dial", "--verbose")
 	if code != exitOK || strings.Count(errOut, "failed to dial") != 3 || strings.Contains(errOut, "more (--verbose") {
 		t.Errorf("--verbose: exit %d, stderr %q; want the 3 log lines", code, errOut)
+	}
+}
+
+// TestUsageLineListsEveryFlag: each subcommand's usage line names every
+// flag of its FlagSet (--verbose, which every subcommand has, is in the
+// top-level help), unless it ends in "[flags]", which says that more follow.
+func TestUsageLineListsEveryFlag(t *testing.T) {
+	for _, sc := range subcommands {
+		code, out, _ := runCmd(t, sc.name, "--help")
+		if code != exitOK {
+			t.Fatalf("redshard %s --help: exit %d", sc.name, code)
+		}
+		lines := strings.Split(out, "\n")
+		if len(lines) < 2 || lines[0] != "Usage:" {
+			t.Fatalf("redshard %s --help starts %q", sc.name, lines[:min(2, len(lines))])
+		}
+		usage := lines[1]
+		if strings.HasSuffix(usage, " [flags]") {
+			continue
+		}
+		var flags []string
+		for _, l := range lines {
+			if name, ok := strings.CutPrefix(l, "  -"); ok {
+				flags = append(flags, strings.Fields(name)[0])
+			}
+		}
+		if len(flags) == 0 {
+			t.Fatalf("redshard %s --help lists no flags:\n%s", sc.name, out)
+		}
+		for _, name := range flags {
+			if name == "verbose" {
+				continue
+			}
+			if !strings.Contains(usage+" ", "--"+name+" ") && !strings.Contains(usage, "--"+name+"=") && !strings.Contains(usage, "--"+name+"]") && !strings.Contains(usage, "--"+name+")") {
+				t.Errorf("redshard %s: usage line %q does not list --%s", sc.name, usage, name)
+			}
+		}
+	}
+}
+
+// TestBenchCompareHelpNamesEverySystem: --compare's help lists every system
+// --compare accepts.
+func TestBenchCompareHelpNamesEverySystem(t *testing.T) {
+	_, out, _ := runCmd(t, "bench", "--help")
+	_, help, ok := strings.Cut(out, "  -compare systems\n")
+	if !ok {
+		t.Fatalf("no -compare in bench --help:\n%s", out)
+	}
+	help, _, _ = strings.Cut(help, "\n  -")
+	for _, sys := range compareSystems {
+		if !strings.Contains(help, sys+" (") {
+			t.Errorf("--compare's help does not describe %s: %q", sys, help)
+		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 )
 
 func runPlan(_ context.Context, args []string, stdout, _ io.Writer) error {
-	f := newFlags("plan", "(--config FILE | --shard ...) (--add name=host:port[:weight] | --remove name | --weight name=w | --to-config FILE)...", `
+	f := newFlags("plan", "(--config FILE | --shard ...) (--add name=host:port[:weight] | --remove name | --weight name=w | --to-config FILE)... [--vnodes N]", `
 Plan shows what a change of the shard list would do, without contacting any
 server: the fraction of the keys that change owner (exact, from ring.Diff),
 the smallest fraction any placement could move for the same change of

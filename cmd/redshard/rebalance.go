@@ -16,7 +16,7 @@ import (
 )
 
 func runRebalance(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f := newFlags("rebalance", "(--config FILE | --shard ...) (--add ... | --remove ... | --weight ... | --to-config FILE)... --yes", `
+	f := newFlags("rebalance", "(--config FILE | --shard ...) (--add ... | --remove ... | --weight ... | --to-config FILE)... --yes [--rate N] [--batch N] [--skip-verify] [--no-progress]", `
 Rebalance moves the keys of a membership change. It builds a client with the
 current shard list (--config or --shard), switches it to the new list
 (--add/--remove/--weight, applied in order, or --to-config) with SetShards,

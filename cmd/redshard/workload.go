@@ -41,16 +41,27 @@ func (w *workload) register(f *flags, defaultKind string) {
 	f.StringVar(&w.kind, "workload", defaultKind, "key popularity: uniform, zipf or celebrity (one key takes --celebrity-share of the operations, the rest are uniform)")
 	f.Float64Var(&w.zipfS, "zipf-s", 1.1, "Zipf exponent s (> 1): key of rank k is chosen with probability proportional to 1/k^s")
 	f.Float64Var(&w.celebrityShare, "celebrity-share", 0.3, "fraction of the operations on the celebrity key (--workload celebrity)")
-	f.IntVar(&w.keys, "keys", 100000, "number of distinct keys")
+	f.IntVar(&w.keys, "keys", 100000, fmt.Sprintf("number of distinct keys, 2 to %d (their names are held in memory)", maxKeys))
 	f.Float64Var(&w.readRatio, "read-ratio", 0.95, "fraction of operations that are GETs; the others are SETs")
-	f.IntVar(&w.valueSize, "value-size", 100, "bytes per value")
-	f.IntVar(&w.concurrency, "concurrency", 64, "concurrent workers, each sending one operation at a time")
+	f.IntVar(&w.valueSize, "value-size", 100, fmt.Sprintf("bytes per value, 0 to %d (512 MiB, Redis's largest string); with embedded shards --keys x --value-size is at most %d (%d GiB)", maxValueSize, maxEmbeddedData, maxEmbeddedData>>30))
+	f.IntVar(&w.concurrency, "concurrency", 64, fmt.Sprintf("concurrent workers, each sending one operation at a time, 1 to %d", maxConcurrency))
 	f.StringVar(&w.prefix, "prefix", "bench:", "prefix of every key the workload uses")
 	f.Uint64Var(&w.seed, "seed", 1, "seed of the key choices (the same seed gives the same sequence per worker)")
 	f.IntVar(&w.mget, "mget", 0, "N >= 2: each read is an MGET of N keys, the first chosen as --workload says (the celebrity, ...), the others uniformly among the rest")
 }
 
-func (w *workload) check() error {
+// Bounds of the workload flags: beyond them a run exhausts memory (key
+// names, values, per-worker latency histograms) before it measures anything.
+const (
+	maxKeys               = 100_000_000
+	maxValueSize          = 512 << 20 // Redis's proto-max-bulk-len default
+	maxConcurrency        = 10_000
+	maxEmbeddedData int64 = 8 << 30 // the data set embedded shards hold in this process
+)
+
+// check validates the workload flags; embedded says the shards run in this
+// process, which then holds the whole data set.
+func (w *workload) check(embedded bool) error {
 	switch {
 	case w.kind != "uniform" && w.kind != "zipf" && w.kind != "celebrity":
 		return usagef("--workload %q: want uniform, zipf or celebrity", w.kind)
@@ -58,14 +69,17 @@ func (w *workload) check() error {
 		return usagef("--zipf-s %g: must be a number greater than 1", w.zipfS)
 	case !(w.celebrityShare >= 0 && w.celebrityShare <= 1):
 		return usagef("--celebrity-share %g: want a fraction in [0, 1]", w.celebrityShare)
-	case w.keys < 2:
-		return usagef("--keys %d: want at least 2", w.keys)
+	case w.keys < 2 || w.keys > maxKeys:
+		return usagef("--keys %d: want 2 to %d", w.keys, maxKeys)
 	case !(w.readRatio >= 0 && w.readRatio <= 1):
 		return usagef("--read-ratio %g: want a fraction in [0, 1]", w.readRatio)
-	case w.valueSize < 0:
-		return usagef("--value-size %d: must not be negative", w.valueSize)
-	case w.concurrency < 1:
-		return usagef("--concurrency %d: want at least 1", w.concurrency)
+	case w.valueSize < 0 || w.valueSize > maxValueSize:
+		return usagef("--value-size %d: want 0 to %d bytes (512 MiB, Redis's largest string)", w.valueSize, maxValueSize)
+	case embedded && int64(w.keys)*int64(w.valueSize) > maxEmbeddedData:
+		return usagef("--keys %d x --value-size %d is %d bytes: embedded shards hold the data in this process, at most %d (%d GiB); use fewer or smaller keys, or real servers (--config)",
+			w.keys, w.valueSize, int64(w.keys)*int64(w.valueSize), int64(maxEmbeddedData), maxEmbeddedData>>30)
+	case w.concurrency < 1 || w.concurrency > maxConcurrency:
+		return usagef("--concurrency %d: want 1 to %d workers", w.concurrency, maxConcurrency)
 	case w.mget == 1 || w.mget < 0 || w.mget > w.keys:
 		return usagef("--mget %d: want 0 (GETs) or from 2 to --keys", w.mget)
 	}

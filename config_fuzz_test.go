@@ -1,0 +1,60 @@
+package redshard
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// FuzzParseConfig: no input makes parseConfig panic, and the duplicate
+// check accepts any document whose objects' names are distinct ignoring
+// case (a document re-encoded from its decoded value, which cannot repeat
+// a name).
+func FuzzParseConfig(f *testing.F) {
+	for _, s := range []string{
+		`{"shards": [{"name": "a", "addr": "127.0.0.1:1"}]}`,
+		`{"shards": [{"name": "a", "addr": "x:1", "addr": "x:2"}]}`,
+		"\uFEFF" + `{"shards": [{"name": "a", "addr": "x:1", "weight": 0}], "health": {"interval": "1s"}}`,
+		`{"shards": [[{}], {"a": [1, {"b": 2, "c": 3}]}]}`,
+		`{"a": {"b": {}}, "c": [], "d": [[], [{}]]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _ = parseConfig(data)
+		var v any
+		if json.Unmarshal(data, &v) != nil || foldedCollision(v) {
+			return
+		}
+		again, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := checkDuplicateFields(again); err != nil {
+			t.Errorf("checkDuplicateFields(%s) = %v; no object repeats a name", again, err)
+		}
+	})
+}
+
+// foldedCollision reports whether two names of one object of v are equal
+// ignoring case.
+func foldedCollision(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		seen := map[string]bool{}
+		for k, x := range v {
+			low := strings.ToLower(k)
+			if seen[low] || foldedCollision(x) {
+				return true
+			}
+			seen[low] = true
+		}
+	case []any:
+		for _, x := range v {
+			if foldedCollision(x) {
+				return true
+			}
+		}
+	}
+	return false
+}
