@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redshard/redshard"
 	"github.com/redshard/redshard/registry"
 )
@@ -91,5 +93,54 @@ func TestAckedConfig(t *testing.T) {
 	late, astray := registry.AckedConfig(members, a)
 	if len(late) != 1 || late[0].ID != "joining" || len(astray) != 2 || astray[0].ID != "on-b" || astray[1].ID != "ahead" {
 		t.Errorf("AckedConfig: late %v, astray %v", late, astray)
+	}
+}
+
+// slowPipelines delays every pipeline by per command in it: a slow server,
+// or large values.
+type slowPipelines struct{ per time.Duration }
+
+func (slowPipelines) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (slowPipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h slowPipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		time.Sleep(time.Duration(len(cmds)) * h.per)
+		return next(ctx, cmds)
+	}
+}
+
+// TestFleetRebalanceSlowServer moves keys through pipelines that take 1ms
+// a command, so a batch of the default 500 keys takes longer than the
+// driver's lease (1s here) and every key of it would fail to move. The
+// drain sizes its batches to the lease instead: it goes slower, and
+// nothing fails.
+func TestFleetRebalanceSlowServer(t *testing.T) {
+	f := newFleet(t, 3)
+	ctx := context.Background()
+	f.apply(t, ctx, f.doc(2))
+	c := f.client(t, f.open(t), "p")
+	for i := range 1500 {
+		if err := c.Set(ctx, fmt.Sprintf("key:%d", i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := redshard.Apply(ctx, f.reg, f.doc(3), redshard.ApplyOptions{Driver: "test",
+		Client: &redshard.Options{Health: &redshard.HealthOptions{Disable: true},
+			NewShardClient: func(_ redshard.Shard, opt *redis.Options) *redis.Client {
+				cl := redis.NewClient(opt)
+				cl.AddHook(slowPipelines{per: time.Millisecond})
+				return cl
+			}}})
+	if err != nil {
+		t.Fatalf("Apply through slow pipelines: %v", err)
+	}
+	if rb := rep.Rebalance; rb.Failed != 0 || rb.Moved == 0 || !rb.Finished {
+		t.Fatalf("Rebalance through slow pipelines: %+v", rb)
+	}
+	t.Logf("moved %d keys in %v through pipelines of 1ms a command", rep.Rebalance.Moved, rep.Rebalance.Elapsed)
+	for i := range 1500 {
+		if n, err := c.Get(ctx, fmt.Sprintf("key:%d", i)).Int(); err != nil || n != i {
+			t.Fatalf("key:%d after the change: %d, %v", i, n, err)
+		}
 	}
 }

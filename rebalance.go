@@ -210,6 +210,7 @@ type rebalancer struct {
 // drain moves the misplaced keys of one shard.
 func (rb *rebalancer) drain(ctx context.Context, src *shard) error {
 	var cursor uint64
+	size := rb.c.newBatchSizer(rb.opt.BatchSize)
 	for {
 		// go-redis does not check ctx before sending; stop between batches.
 		if err := ctx.Err(); err != nil {
@@ -219,15 +220,17 @@ func (rb *rebalancer) drain(ctx context.Context, src *shard) error {
 		if err != nil {
 			return fmt.Errorf("redshard: rebalance: scanning shard %s: %w", src.Name, err)
 		}
-		// SCAN may return more than COUNT keys: move them BatchSize at a time.
+		// SCAN may return more than COUNT keys: move them a batch at a time.
 		for len(keys) > 0 {
-			n := min(len(keys), rb.opt.BatchSize)
+			n := min(len(keys), size.n)
 			if err := rb.pace(ctx, n); err != nil {
 				return err
 			}
+			start := time.Now()
 			if err := rb.moveBatch(ctx, src, keys[:n]); err != nil {
 				return err
 			}
+			size.took(time.Since(start))
 			keys = keys[n:]
 			if len(keys) > 0 {
 				if err := ctx.Err(); err != nil {
@@ -239,6 +242,39 @@ func (rb *rebalancer) drain(ctx context.Context, src *shard) error {
 			return nil
 		}
 		cursor = next
+	}
+}
+
+// batchSizer sizes the batches of one shard's drain. In a fleet process
+// every batch must end within the process's lease (moveContext), or all
+// of its keys still moving fail: so batches start small and double while
+// a batch takes less than a sixteenth of the lease, and halve when one
+// takes more than a quarter; a slow server or large values slow the drain
+// down rather than fail it. Outside a fleet there is no such bound and
+// every batch is BatchSize.
+type batchSizer struct {
+	n, max int
+	budget time.Duration // a quarter lease; 0: no bound
+}
+
+// firstFleetBatch is the first batch of a drain in a fleet process.
+const firstFleetBatch = 16
+
+func (c *Client) newBatchSizer(max int) *batchSizer {
+	if c.fleet == nil {
+		return &batchSizer{n: max, max: max}
+	}
+	return &batchSizer{n: min(max, firstFleetBatch), max: max, budget: c.fleet.lease.Valid() / 4}
+}
+
+// took records how long the last batch took.
+func (b *batchSizer) took(d time.Duration) {
+	switch {
+	case b.budget == 0:
+	case d > b.budget:
+		b.n = max(1, b.n/2)
+	case d < b.budget/4:
+		b.n = min(b.max, b.n*2)
 	}
 }
 
