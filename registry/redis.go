@@ -36,7 +36,9 @@ type redisRegistry struct {
 // NewRedis returns a Registry kept on the Redis server rdb reaches, under
 // keys that start with name (see the package documentation for the layout),
 // with the default Options. rdb stays the caller's: Close does not close
-// it. With a nil rdb or an empty name every method of the registry fails
+// it. Every call ends by its context's deadline even when rdb was built
+// without ContextTimeoutEnabled, if rdb is a *redis.Client (see client);
+// a ClusterClient or a Ring must have ContextTimeoutEnabled for that. With a nil rdb or an empty name every method of the registry fails
 // with ErrInvalidOptions; NewRedisOptions reports that at once.
 func NewRedis(rdb redis.UniversalClient, name string) Registry {
 	r, _ := newRedis(rdb, name, nil)
@@ -75,6 +77,45 @@ func newRedis(rdb redis.UniversalClient, name string, opt *Options) (*redisRegis
 		locks: map[*redisLock]struct{}{},
 	}
 	return r, err
+}
+
+// client returns the client a call under ctx goes through, so that its
+// socket reads and writes end by ctx's deadline whatever the options of
+// the client the registry was given. go-redis bounds a socket by the
+// context's deadline only when a client has ContextTimeoutEnabled;
+// otherwise a call on a connection that stopped answering (packets
+// dropped) lasts the client's ReadTimeout (3s by default, for ever with
+// -1), and a heartbeat could not fail before its member's lease ran out.
+// For a *redis.Client without it, the call goes through WithTimeout's
+// clone with the time left as its read and write timeout: a few
+// allocations per call (a copy of the options and of the client), sharing
+// the client's pools and hooks. The time left, not the client's own
+// shorter ReadTimeout: a retry after a timeout starts only if ctx is not
+// done (go-redis's backoff watches it), and with the time left as the
+// timeout the first attempt already uses all of it, so retries cannot add
+// up past the deadline. Other clients (ClusterClient, Ring) are used as
+// they are: build them with ContextTimeoutEnabled.
+//
+// An expired ctx returns its error rather than a client: a timeout of 0
+// would mean none.
+func (r *redisRegistry) client(ctx context.Context) (redis.UniversalClient, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cl, ok := r.rdb.(*redis.Client)
+	if !ok {
+		return r.rdb, nil
+	}
+	deadline, ok := ctx.Deadline()
+	o := cl.Options()
+	if !ok || o.ContextTimeoutEnabled {
+		return r.rdb, nil
+	}
+	d := time.Until(deadline)
+	if d <= 0 {
+		return nil, context.DeadlineExceeded
+	}
+	return cl.WithTimeout(d), nil
 }
 
 // check returns the error every method fails with, if any.
@@ -148,7 +189,11 @@ func (r *redisRegistry) Get(ctx context.Context) (Config, error) {
 	if err := r.check(); err != nil {
 		return Config{}, err
 	}
-	data, err := r.rdb.HGet(ctx, r.configKey, "config").Bytes()
+	rdb, err := r.client(ctx)
+	if err != nil {
+		return Config{}, fmt.Errorf("registry: get %s: %w", r.configKey, err)
+	}
+	data, err := rdb.HGet(ctx, r.configKey, "config").Bytes()
 	if err == redis.Nil {
 		return Config{}, nil
 	}
@@ -169,8 +214,12 @@ func (r *redisRegistry) Publish(ctx context.Context, prev, next Config) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidTransition, err)
 	}
-	res, err := publishScript.Run(ctx, r.rdb, []string{r.configKey},
-		prev.Epoch, string(prev.Phase), next.Epoch, string(next.Phase), data, r.announce).Result()
+	rdb, err := r.client(ctx)
+	var res any
+	if err == nil {
+		res, err = publishScript.Run(ctx, rdb, []string{r.configKey},
+			prev.Epoch, string(prev.Phase), next.Epoch, string(next.Phase), data, r.announce).Result()
+	}
 	if err != nil {
 		return fmt.Errorf("registry: publish %s to %s: %w", next.Version(), r.configKey, err)
 	}
@@ -188,8 +237,11 @@ func (r *redisRegistry) Heartbeat(ctx context.Context, m Member) error {
 	if err != nil {
 		return err
 	}
-	err = heartbeatScript.Run(ctx, r.rdb, []string{r.membersKey, r.memberDocsKey},
-		m.ID, data, r.opt.MemberTTL.Milliseconds()).Err()
+	rdb, err := r.client(ctx)
+	if err == nil {
+		err = heartbeatScript.Run(ctx, rdb, []string{r.membersKey, r.memberDocsKey},
+			m.ID, data, r.opt.MemberTTL.Milliseconds()).Err()
+	}
 	if err != nil {
 		return fmt.Errorf("registry: heartbeat of %s: %w", m.ID, err)
 	}
@@ -200,7 +252,11 @@ func (r *redisRegistry) Leave(ctx context.Context, id string) error {
 	if err := r.check(); err != nil {
 		return err
 	}
-	if err := leaveScript.Run(ctx, r.rdb, []string{r.membersKey, r.memberDocsKey}, id).Err(); err != nil {
+	rdb, err := r.client(ctx)
+	if err == nil {
+		err = leaveScript.Run(ctx, rdb, []string{r.membersKey, r.memberDocsKey}, id).Err()
+	}
+	if err != nil {
 		return fmt.Errorf("registry: leave of %s: %w", id, err)
 	}
 	return nil
@@ -210,7 +266,11 @@ func (r *redisRegistry) Members(ctx context.Context) ([]Member, error) {
 	if err := r.check(); err != nil {
 		return nil, err
 	}
-	docs, err := membersScript.Run(ctx, r.rdb, []string{r.membersKey, r.memberDocsKey}).StringSlice()
+	rdb, err := r.client(ctx)
+	var docs []string
+	if err == nil {
+		docs, err = membersScript.Run(ctx, rdb, []string{r.membersKey, r.memberDocsKey}).StringSlice()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("registry: members of %s: %w", r.name, err)
 	}
