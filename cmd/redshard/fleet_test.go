@@ -412,3 +412,47 @@ func TestPhaseDisplay(t *testing.T) {
 	nilDisplay.rebalance(redshard.RebalanceProgress{})
 	nilDisplay.end(false)
 }
+
+// TestRegistryURLRedacted: a registry URL with a password in it was
+// refused with an error that quoted the URL, password included. Every
+// error a --registry value can cause shows it redacted, in
+// parseRegistryURL and on the command line.
+func TestRegistryURLRedacted(t *testing.T) {
+	const secret = "s3cr3t-PW"
+	for _, in := range []string{
+		"redis://:" + secret + "@127.0.0.1:6379/redshard:r",           // credentials refused
+		"redis://admin:" + secret + "@127.0.0.1:6379/redshard:r",      // user and password
+		"etcd://root:" + secret + "@127.0.0.1:2379/redshard/registry", // etcd too
+		"redis://" + secret + "@127.0.0.1:6379/redshard:r",            // a password spelled as the user
+		"rediss://:" + secret + "@127.0.0.1:6379/redshard:r",          // unknown scheme
+		"redis:/:" + secret + "@127.0.0.1:6379/redshard:r",            // no "://"
+		"redis://:" + secret + "@[::1/redshard:r",                     // unparsable host
+		"redis://:" + secret + "@127.0.0.1:99999/redshard:r",          // unparsable port
+		"redis://:" + secret + "@127.0.0.1/redshard:r",                // no port
+		"redis://:" + secret + "@127.0.0.1:6379",                      // no name
+		"redis://127.0.0.1:6379/redshard:r?password=" + secret,        // a query
+		"redis://127.0.0.1:6379/redshard:r#" + secret,                 // a fragment
+		"redis://:" + secret + "@127.0.0.1:6379/redshard:r?db=0%zz",   // unparsable query
+		"redis://u:" + secret + "@127.0.0.1:6379/x\x7f",               // control character
+		"etcd://:" + secret + "@127.0.0.1:2379/",                      // no prefix
+		"redis://:" + secret + "@:6379/redshard:r",                    // no host
+	} {
+		_, err := parseRegistryURL(in)
+		if err == nil {
+			t.Errorf("%q parsed", in)
+			continue
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("parseRegistryURL(%q): %v: shows the password", in, err)
+		}
+		for _, args := range [][]string{{"status"}, {"apply", "--config", "unused.json"}} {
+			_, out, errOut := runCmd(t, append(args, "--registry", in)...)
+			if strings.Contains(out+errOut, secret) {
+				t.Errorf("redshard %s --registry %q printed the password:\n%s%s", args[0], in, out, errOut)
+			}
+		}
+	}
+	if got := redactURL("redis://admin:" + secret + "@h:1/n?a=" + secret); got != "redis://xxxxx@h:1/n?a=xxxxx" {
+		t.Errorf("redactURL = %q", got)
+	}
+}
