@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -124,6 +125,34 @@ func redactURL(s string) string {
 // registryFlag registers --registry on f.
 func registryFlag(f *flags) *string {
 	return f.String("registry", "", "the fleet's registry: `URL` redis://host:port/NAME (NAME e.g. redshard:registry:web) or etcd://host:port/PREFIX")
+}
+
+// defaultRegistryTimeout is --registry-timeout's default.
+const defaultRegistryTimeout = 5 * time.Second
+
+// registryTimeoutFlag registers --registry-timeout on f.
+func registryTimeoutFlag(f *flags) *time.Duration {
+	return f.Duration("registry-timeout", defaultRegistryTimeout,
+		"how long to wait for the registry to answer the first reads (connecting included) before giving up")
+}
+
+// registryTimeoutArg checks --registry-timeout.
+func registryTimeoutArg(d time.Duration) error {
+	if d <= 0 {
+		return usagef("--registry-timeout %v: must be positive", d)
+	}
+	return nil
+}
+
+// registryErr explains why the first reads of the registry u failed under
+// rctx, a context bounded by --registry-timeout d: a registry that did not
+// answer in time is named, with the flag that bounds the wait. u prints
+// no credentials (parseRegistryURL refuses them).
+func registryErr(rctx context.Context, u registryURL, d time.Duration, what string, err error) error {
+	if errors.Is(rctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%s: the registry %s did not answer within %v (--registry-timeout): %w", what, u, d, err)
+	}
+	return fmt.Errorf("%s %s: %w", what, u, err)
 }
 
 // registryArg parses the --registry flag, which is required.
