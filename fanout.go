@@ -53,8 +53,8 @@ func (t *topology) planFanout(ctx context.Context, cmd redis.Cmder, info command
 	subs := make([]sub, len(t.shards))
 	for i := range t.shards {
 		if info.Name == "dbsize" && len(cmd.Args()) == 1 {
-			// Without redshard's own keys (see dbsizeScript).
-			subs[i] = sub{shard: i, cmd: redis.NewIntCmd(context.Background(), "eval", dbsizeScript, 1, internalIndex)}
+			// Without redshard's own keys (see dbsizeOwnScript).
+			subs[i] = sub{shard: i, cmd: redis.NewIntCmd(context.Background(), "eval", dbsizeOwnScript, len(ownIndexes), ownIndexes[0], ownIndexes[1])}
 			continue
 		}
 		if i == 0 && ownReply(info.Merge) {

@@ -6,7 +6,12 @@ import (
 	"slices"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard/registry"
 )
+
+// ownIndexes are the sets of redshard's own keys that DBSIZE leaves out.
+var ownIndexes = []string{InternalIndexKey, registry.RedisIndexKey}
 
 // The keyspace during a membership change. KEYS, SCAN, DBSIZE and
 // RANDOMKEY read every server a key may be on: while a change is handed
@@ -225,3 +230,23 @@ func (t *topology) randomKeySources() []*shard {
 	}
 	return out
 }
+
+// dbsizeOwnScript is DBSIZE without redshard's own keys, outside a change:
+// DBSIZE less the live keys of each index in KEYS (the internal keys'
+// InternalIndexKey and the registries' registry.RedisIndexKey) and the
+// indexes themselves. Entries whose key is gone are dropped. It costs the
+// indexes' size, not a scan of the key space; a "redshard:" key in no
+// index (its SADD failed, or written by hand) is counted.
+const dbsizeOwnScript = `
+local n = redis.call('DBSIZE')
+for i = 1, #KEYS do
+	if redis.call('EXISTS', KEYS[i]) == 1 then
+		local own = 1
+		for _, k in ipairs(redis.call('SMEMBERS', KEYS[i])) do
+			if redis.call('EXISTS', k) == 1 then own = own + 1 else redis.call('SREM', KEYS[i], k) end
+		end
+		if redis.call('EXISTS', KEYS[i]) == 0 then own = own - 1 end
+		n = n - own
+	end
+end
+return n`

@@ -84,6 +84,9 @@
 //	<name>:members   zset  member id → expiry (server clock, ms)
 //	<name>:member    hash  member id → Member as JSON
 //	<name>:lock      hash  token, owner, until (server clock, ms); PEXPIRE too
+//	redshard:index:registry  set  the keys above, for names that start
+//	                 with "redshard:" (RedisIndexKey): DBSIZE through a
+//	                 redshard client leaves them out
 //
 // Publish is one Lua script: compare epoch and phase, write, PUBLISH.
 // Heartbeat, Members and Lock are scripts that read the server's clock

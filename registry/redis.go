@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +22,7 @@ type redisRegistry struct {
 	err  error // a construction error every method returns
 
 	configKey, membersKey, memberDocsKey, lockKey string
+	indexed                                       bool   // the name starts with "redshard:": scripts add the keys they write to RedisIndexKey
 	channel                                       string // watchers subscribe here
 	announce                                      string // Publish announces here: channel, except in tests that lose announcements
 
@@ -76,7 +78,33 @@ func newRedis(rdb redis.UniversalClient, name string, opt *Options) (*redisRegis
 		ctx:           ctx, cancel: cancel,
 		locks: map[*redisLock]struct{}{},
 	}
+	r.indexed = strings.HasPrefix(name, internalPrefix)
 	return r, err
+}
+
+// internalPrefix starts the names of the keys a redshard client keeps to
+// itself (redshard.InternalKeyPrefix; this package imports nothing of
+// redshard).
+const internalPrefix = "redshard:"
+
+// RedisIndexKey names a set, on a Redis registry's server, of the keys of
+// the registries kept there whose names start with "redshard:": each
+// script that writes one of those keys adds it. A redshard client's
+// DBSIZE leaves out the live keys it lists (and the set itself), so a
+// registry that shares a data server is not counted as data; KEYS, SCAN
+// and RANDOMKEY leave out every "redshard:" key anyway. The set has no
+// expiry; an entry whose key is gone is dropped by the next DBSIZE. A
+// registry named otherwise (a Redis Cluster's "{redshard:...}", whose keys
+// must share a slot) adds nothing.
+const RedisIndexKey = internalPrefix + "index:registry"
+
+// keys returns the KEYS of a script that writes ks: ks, and RedisIndexKey
+// last when the registry is indexed.
+func (r *redisRegistry) keys(ks ...string) []string {
+	if r.indexed {
+		return append(ks, RedisIndexKey)
+	}
+	return ks
 }
 
 // client returns the client a call under ctx goes through, so that its
@@ -140,7 +168,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `
 
 // publishScript is Publish's compare-and-set and announcement, atomic on
-// the server. KEYS[1] config hash. ARGV: prev epoch, prev phase, next
+// the server. KEYS[1] config hash, KEYS[2] (if any) RedisIndexKey. ARGV: prev epoch, prev phase, next
 // epoch, next phase, next config (JSON), channel. Returns "OK", or the
 // stored {epoch, phase} on a conflict.
 var publishScript = redis.NewScript(`
@@ -148,6 +176,7 @@ local cur = redis.call('HMGET', KEYS[1], 'epoch', 'phase')
 local e, p = cur[1] or '0', cur[2] or ''
 if e ~= ARGV[1] or p ~= ARGV[2] then return {e, p} end
 redis.call('HSET', KEYS[1], 'epoch', ARGV[3], 'phase', ARGV[4], 'config', ARGV[5])
+if KEYS[2] then redis.call('SADD', KEYS[2], KEYS[1]) end
 redis.call('PUBLISH', ARGV[6], ARGV[5])
 return 'OK'
 `)
@@ -160,10 +189,12 @@ for i = 1, #gone do redis.call('HDEL', KEYS[2], gone[i]) end
 if #gone > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now) end
 `
 
-// heartbeatScript: ARGV id, member JSON, ttl ms.
+// heartbeatScript: KEYS[3] (if any) RedisIndexKey; ARGV id, member JSON,
+// ttl ms.
 var heartbeatScript = redis.NewScript(clock + prune + `
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+if KEYS[3] then redis.call('SADD', KEYS[3], KEYS[1], KEYS[2]) end
 return 1
 `)
 
@@ -217,7 +248,7 @@ func (r *redisRegistry) Publish(ctx context.Context, prev, next Config) error {
 	rdb, err := r.client(ctx)
 	var res any
 	if err == nil {
-		res, err = publishScript.Run(ctx, rdb, []string{r.configKey},
+		res, err = publishScript.Run(ctx, rdb, r.keys(r.configKey),
 			prev.Epoch, string(prev.Phase), next.Epoch, string(next.Phase), data, r.announce).Result()
 	}
 	if err != nil {
@@ -239,7 +270,7 @@ func (r *redisRegistry) Heartbeat(ctx context.Context, m Member) error {
 	}
 	rdb, err := r.client(ctx)
 	if err == nil {
-		err = heartbeatScript.Run(ctx, rdb, []string{r.membersKey, r.memberDocsKey},
+		err = heartbeatScript.Run(ctx, rdb, r.keys(r.membersKey, r.memberDocsKey),
 			m.ID, data, r.opt.MemberTTL.Milliseconds()).Err()
 	}
 	if err != nil {

@@ -13,14 +13,15 @@ import (
 // on servers that do not expire keys in real time; PEXPIRE removes a
 // forgotten lock as well. KEYS[1] is the lock.
 
-// lockScript takes the lock: ARGV token, owner, ttl ms. Returns 1, or the
-// holder's owner.
+// lockScript takes the lock: KEYS[2] (if any) RedisIndexKey; ARGV token,
+// owner, ttl ms. Returns 1, or the holder's owner.
 var lockScript = redis.NewScript(clock + `
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'until')
 if cur[1] and tonumber(cur[2]) > now then return cur[1] end
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'token', ARGV[1], 'owner', ARGV[2], 'until', now + tonumber(ARGV[3]))
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if KEYS[2] then redis.call('SADD', KEYS[2], KEYS[1]) end
 return 1
 `)
 
@@ -59,7 +60,7 @@ func (r *redisRegistry) Lock(ctx context.Context, owner string, ttl time.Duratio
 	rdb, err := r.client(ctx)
 	var res any
 	if err == nil {
-		res, err = lockScript.Run(ctx, rdb, []string{r.lockKey}, l.token, owner, ttl.Milliseconds()).Result()
+		res, err = lockScript.Run(ctx, rdb, r.keys(r.lockKey), l.token, owner, ttl.Milliseconds()).Result()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("registry: lock %s: %w", r.lockKey, err)
