@@ -120,3 +120,32 @@ func distinct(keys []string) map[string]bool {
 	}
 	return m
 }
+
+// TestKeyspaceDuringChangePipelined: in a pipeline during a change, KEYS,
+// DBSIZE and RANDOMKEY read the servers after the pipeline's earlier
+// commands, as one server would.
+func TestKeyspaceDuringChangePipelined(t *testing.T) {
+	cl := newCluster(t, 1, 1, 1)
+	preload(t, cl.c, 40)
+	if err := cl.c.SetShards(ctx, cl.shards[1:]); err != nil {
+		t.Fatal(err)
+	}
+	pipe := cl.c.Pipeline()
+	pipe.Set(ctx, "written-first", "v", 0)
+	keys := pipe.Keys(ctx, "*")
+	size := pipe.DBSize(ctx)
+	random := pipe.RandomKey(ctx)
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := keys.Val(); len(got) != 41 || len(distinct(got)) != 41 || !slices.Contains(got, "written-first") {
+		t.Errorf("pipelined KEYS * = %d keys (%d distinct), written-first listed: %v; want 41, yes",
+			len(got), len(distinct(got)), slices.Contains(got, "written-first"))
+	}
+	if size.Val() != 41 {
+		t.Errorf("pipelined DBSIZE = %d, %v; want 41", size.Val(), size.Err())
+	}
+	if random.Err() != nil || random.Val() == "" {
+		t.Errorf("pipelined RANDOMKEY = %q, %v", random.Val(), random.Err())
+	}
+}
