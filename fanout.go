@@ -14,13 +14,47 @@ import (
 )
 
 // planFanout sends a copy of a keyless command to every shard; finish
-// merges the replies as info.Merge says.
-func (t *topology) planFanout(cmd redis.Cmder, info command.Info) route {
+// merges the replies as info.Merge says. KEYS and DBSIZE during a change,
+// and RANDOMKEY (in a pipeline; alone it does not get here), read the
+// servers themselves in finish, with ctx: they walk both rings
+// (keyspace.go), after the pipeline's earlier commands.
+func (t *topology) planFanout(ctx context.Context, cmd redis.Cmder, info command.Info) route {
+	args := cmd.Args()
+	switch {
+	case info.Name == "randomkey":
+		return route{direct: -1, finish: func() { _ = t.randomKey(ctx, cmd) }}
+	case t.handoff != nil && info.Name == "dbsize" && len(args) == 1:
+		return route{direct: -1, finish: func() {
+			n, err := t.dbsizeDuringChange(ctx)
+			if err != nil {
+				cmd.SetErr(err)
+				return
+			}
+			setResult(cmd, n)
+		}}
+	case t.handoff != nil && info.Name == "keys" && len(args) == 2:
+		return route{direct: -1, finish: func() {
+			keys, err := t.keysDuringChange(ctx, command.Arg(args[1]))
+			if err != nil {
+				cmd.SetErr(err)
+				return
+			}
+			if _, raw := cmd.(*redis.Cmd); raw {
+				list := make([]interface{}, len(keys))
+				for i, k := range keys {
+					list[i] = k
+				}
+				setResult(cmd, list)
+				return
+			}
+			setResult(cmd, keys)
+		}}
+	}
 	subs := make([]sub, len(t.shards))
 	for i := range t.shards {
 		if info.Name == "dbsize" && len(cmd.Args()) == 1 {
-			// Without redshard's own keys (see dbsizeScript).
-			subs[i] = sub{shard: i, cmd: redis.NewIntCmd(context.Background(), "eval", dbsizeScript, 1, internalIndex)}
+			// Without redshard's own keys (see dbsizeOwnScript).
+			subs[i] = sub{shard: i, cmd: redis.NewIntCmd(context.Background(), "eval", dbsizeOwnScript, len(ownIndexes), ownIndexes[0], ownIndexes[1])}
 			continue
 		}
 		if i == 0 && ownReply(info.Merge) {
@@ -349,12 +383,12 @@ func setResult(cmd redis.Cmder, v interface{}) {
 }
 
 // randomKey answers RANDOMKEY without ever naming one of redshard's own
-// keys: shards are tried in random order, each with a few RANDOMKEY calls,
-// then a SCAN for a user key when the server keeps answering with internal
-// ones.
+// keys: shards are tried in random order (during a change, the servers it
+// removes too: their keys are still the application's), each with a few
+// RANDOMKEY calls, then a SCAN for a user key when the server keeps
+// answering with internal ones.
 func (t *topology) randomKey(ctx context.Context, cmd redis.Cmder) error {
-	for _, i := range rand.Perm(len(t.shards)) {
-		s := t.shards[i]
+	for _, s := range t.randomKeySources() {
 		if s.down.Load() {
 			continue
 		}
@@ -363,7 +397,7 @@ func (t *topology) randomKey(ctx context.Context, cmd redis.Cmder) error {
 		case err == redis.Nil:
 			continue
 		case err != nil:
-			cmd.SetErr(t.shardErr(i, err))
+			cmd.SetErr(wrapShardErr(s.Shard, err))
 			return cmd.Err()
 		}
 		setResult(cmd, k)

@@ -299,9 +299,9 @@ func (t *topology) plan(ctx context.Context, cmd redis.Cmder, info command.Info,
 	case command.Split:
 		return t.planSplit(ctx, cmd, info, keys)
 	case command.Fanout:
-		return t.planFanout(cmd, info), nil
+		return t.planFanout(ctx, cmd, info), nil
 	case command.Scan:
-		return t.planScan(cmd)
+		return t.planScan(ctx, cmd)
 	default:
 		return route{}, classErr(info, args)
 	}

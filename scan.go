@@ -1,8 +1,8 @@
 package redshard
 
 import (
+	"context"
 	"fmt"
-	"slices"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -10,10 +10,11 @@ import (
 	"github.com/redshard/redshard/internal/command"
 )
 
-// SCAN walks the shards one after another. The cursor a caller sees is
+// SCAN walks the shards one after another (during a membership change,
+// the servers of both rings: keyspace.go). The cursor a caller sees is
 // one 64-bit number, so Scan and ScanIterator work unchanged:
 //
-//	bits 63-52  the shard's index in ring order (at most 4096 shards)
+//	bits 63-52  the server's index in the walk (at most 4096)
 //	bits 51-40  the ring's epoch, modulo 4096 (SetShards adds one)
 //	bits 39-0   that shard's own cursor
 //
@@ -36,7 +37,7 @@ const (
 	scanMaxShards  = 1 << (64 - scanShardShift)
 )
 
-func (t *topology) planScan(cmd redis.Cmder) (route, error) {
+func (t *topology) planScan(ctx context.Context, cmd redis.Cmder) (route, error) {
 	args := cmd.Args()
 	if len(args) < 2 {
 		return route{}, fmt.Errorf("redshard: SCAN needs a cursor")
@@ -45,45 +46,50 @@ func (t *topology) planScan(cmd redis.Cmder) (route, error) {
 	if err != nil {
 		return route{}, fmt.Errorf("redshard: SCAN: invalid cursor %q", command.Arg(args[1]))
 	}
-	if len(t.shards) > scanMaxShards {
+	n := t.walkLen()
+	if n > scanMaxShards {
 		return route{}, fmt.Errorf("%w: SCAN over more than %d shards cannot be encoded in a cursor; "+
 			"scan each shard with ForEachShard", ErrNotSharded, scanMaxShards)
 	}
 	tag := t.epoch & scanTagMask
 	s := int(cur >> scanShardShift)
-	if cur != 0 && (cur>>scanTagShift&scanTagMask != tag || s >= len(t.shards)) {
+	if cur != 0 && (cur>>scanTagShift&scanTagMask != tag || s >= n) {
 		return route{}, fmt.Errorf("%w: cursor %d was made for another shard list "+
 			"(the list changed since; start again with cursor 0)", ErrStaleCursor, cur)
 	}
 	sc := cmd.Clone()
 	sc.Args()[1] = cur & scanInnerMask
+	v := t.walkAt(s)
 	finish := func() {
+		if t.handoff != nil {
+			// During a change the walk visits servers outside the ring
+			// (keyspace.go): the page is read here.
+			if v.s.down.Load() {
+				sc.SetErr(v.s.downError())
+			} else {
+				_ = v.s.send(ctx, sc, false)
+			}
+		}
 		if err := sc.Err(); err != nil {
-			cmd.SetErr(t.shardErr(s, err))
+			cmd.SetErr(wrapShardErr(v.s.Shard, err))
 			return
 		}
-		var keys []string
-		var next uint64
-		switch c := sc.(type) {
-		case *redis.ScanCmd:
-			keys, next = c.Val()
-		case *redis.Cmd:
-			keys, next, err = parseScanReply(c.Val())
-		default:
-			err = fmt.Errorf("redshard: SCAN: cannot read a %T reply", sc)
-		}
+		keys, next, err := scanReply(sc)
 		if err == nil && next > scanInnerMask {
-			err = fmt.Errorf("redshard: SCAN: shard %s returned cursor %d, too large to encode", t.shards[s].Name, next)
+			err = fmt.Errorf("redshard: SCAN: shard %s returned cursor %d, too large to encode", v.s.Name, next)
+		}
+		if err == nil {
+			// A page may come out shorter, as SCAN allows.
+			keys, err = t.count(ctx, v, keys)
 		}
 		if err != nil {
 			cmd.SetErr(err)
 			return
 		}
-		keys = slices.DeleteFunc(keys, isInternalKey) // a page may come out shorter, as SCAN allows
 		switch {
 		case next != 0:
 			next |= uint64(s)<<scanShardShift | tag<<scanTagShift
-		case s+1 < len(t.shards):
+		case s+1 < n:
 			next = uint64(s+1)<<scanShardShift | tag<<scanTagShift
 		}
 		switch c := cmd.(type) {
@@ -98,7 +104,22 @@ func (t *topology) planScan(cmd redis.Cmder) (route, error) {
 		}
 		cmd.SetErr(nil)
 	}
+	if t.handoff != nil {
+		return route{direct: -1, finish: finish}, nil
+	}
 	return route{direct: -1, subs: []sub{{shard: s, cmd: sc}}, finish: finish}, nil
+}
+
+// scanReply reads the reply of a SCAN sent to one server.
+func scanReply(sc redis.Cmder) ([]string, uint64, error) {
+	switch c := sc.(type) {
+	case *redis.ScanCmd:
+		keys, next := c.Val()
+		return keys, next, nil
+	case *redis.Cmd:
+		return parseScanReply(c.Val())
+	}
+	return nil, 0, fmt.Errorf("redshard: SCAN: cannot read a %T reply", sc)
 }
 
 // parseScanReply reads a raw SCAN reply: [cursor, [key...]].

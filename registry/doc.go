@@ -63,7 +63,10 @@
 // and catch up when it is back (Redis: on re-subscription and at the next
 // poll; etcd: the watch resumes, or re-lists); Publish, Heartbeat,
 // Members and Lock return errors; a held lock that cannot be renewed
-// within its ttl fires Lost. Nothing is retried behind the caller's back
+// within its ttl fires Lost. A call returns by its context's deadline even
+// when the registry's server stopped answering without closing anything
+// (packets dropped): the Redis registry bounds its sockets by the deadline
+// whatever its client's timeouts. Nothing is retried behind the caller's back
 // except the watch. Epochs are never reused: a registry that lost its data
 // must be re-seeded above the highest epoch the fleet has seen (Initial
 // with a larger Epoch), or watchers ignore it.
@@ -81,6 +84,9 @@
 //	<name>:members   zset  member id → expiry (server clock, ms)
 //	<name>:member    hash  member id → Member as JSON
 //	<name>:lock      hash  token, owner, until (server clock, ms); PEXPIRE too
+//	redshard:index:registry  set  the keys above, for names that start
+//	                 with "redshard:" (RedisIndexKey): DBSIZE through a
+//	                 redshard client leaves them out
 //
 // Publish is one Lua script: compare epoch and phase, write, PUBLISH.
 // Heartbeat, Members and Lock are scripts that read the server's clock

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +22,7 @@ type redisRegistry struct {
 	err  error // a construction error every method returns
 
 	configKey, membersKey, memberDocsKey, lockKey string
+	indexed                                       bool   // the name starts with "redshard:": scripts add the keys they write to RedisIndexKey
 	channel                                       string // watchers subscribe here
 	announce                                      string // Publish announces here: channel, except in tests that lose announcements
 
@@ -36,7 +38,9 @@ type redisRegistry struct {
 // NewRedis returns a Registry kept on the Redis server rdb reaches, under
 // keys that start with name (see the package documentation for the layout),
 // with the default Options. rdb stays the caller's: Close does not close
-// it. With a nil rdb or an empty name every method of the registry fails
+// it. Every call ends by its context's deadline even when rdb was built
+// without ContextTimeoutEnabled, if rdb is a *redis.Client (see client);
+// a ClusterClient or a Ring must have ContextTimeoutEnabled for that. With a nil rdb or an empty name every method of the registry fails
 // with ErrInvalidOptions; NewRedisOptions reports that at once.
 func NewRedis(rdb redis.UniversalClient, name string) Registry {
 	r, _ := newRedis(rdb, name, nil)
@@ -74,7 +78,72 @@ func newRedis(rdb redis.UniversalClient, name string, opt *Options) (*redisRegis
 		ctx:           ctx, cancel: cancel,
 		locks: map[*redisLock]struct{}{},
 	}
+	r.indexed = strings.HasPrefix(name, internalPrefix)
 	return r, err
+}
+
+// internalPrefix starts the names of the keys a redshard client keeps to
+// itself (redshard.InternalKeyPrefix; this package imports nothing of
+// redshard).
+const internalPrefix = "redshard:"
+
+// RedisIndexKey names a set, on a Redis registry's server, of the keys of
+// the registries kept there whose names start with "redshard:": each
+// script that writes one of those keys adds it. A redshard client's
+// DBSIZE leaves out the live keys it lists (and the set itself), so a
+// registry that shares a data server is not counted as data; KEYS, SCAN
+// and RANDOMKEY leave out every "redshard:" key anyway. The set has no
+// expiry; an entry whose key is gone is dropped by the next DBSIZE. A
+// registry named otherwise (a Redis Cluster's "{redshard:...}", whose keys
+// must share a slot) adds nothing.
+const RedisIndexKey = internalPrefix + "index:registry"
+
+// keys returns the KEYS of a script that writes ks: ks, and RedisIndexKey
+// last when the registry is indexed.
+func (r *redisRegistry) keys(ks ...string) []string {
+	if r.indexed {
+		return append(ks, RedisIndexKey)
+	}
+	return ks
+}
+
+// client returns the client a call under ctx goes through, so that its
+// socket reads and writes end by ctx's deadline whatever the options of
+// the client the registry was given. go-redis bounds a socket by the
+// context's deadline only when a client has ContextTimeoutEnabled;
+// otherwise a call on a connection that stopped answering (packets
+// dropped) lasts the client's ReadTimeout (3s by default, for ever with
+// -1), and a heartbeat could not fail before its member's lease ran out.
+// For a *redis.Client without it, the call goes through WithTimeout's
+// clone with the time left as its read and write timeout: a few
+// allocations per call (a copy of the options and of the client), sharing
+// the client's pools and hooks. The time left, not the client's own
+// shorter ReadTimeout: a retry after a timeout starts only if ctx is not
+// done (go-redis's backoff watches it), and with the time left as the
+// timeout the first attempt already uses all of it, so retries cannot add
+// up past the deadline. Other clients (ClusterClient, Ring) are used as
+// they are: build them with ContextTimeoutEnabled.
+//
+// An expired ctx returns its error rather than a client: a timeout of 0
+// would mean none.
+func (r *redisRegistry) client(ctx context.Context) (redis.UniversalClient, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cl, ok := r.rdb.(*redis.Client)
+	if !ok {
+		return r.rdb, nil
+	}
+	deadline, ok := ctx.Deadline()
+	o := cl.Options()
+	if !ok || o.ContextTimeoutEnabled {
+		return r.rdb, nil
+	}
+	d := time.Until(deadline)
+	if d <= 0 {
+		return nil, context.DeadlineExceeded
+	}
+	return cl.WithTimeout(d), nil
 }
 
 // check returns the error every method fails with, if any.
@@ -99,7 +168,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `
 
 // publishScript is Publish's compare-and-set and announcement, atomic on
-// the server. KEYS[1] config hash. ARGV: prev epoch, prev phase, next
+// the server. KEYS[1] config hash, KEYS[2] (if any) RedisIndexKey. ARGV: prev epoch, prev phase, next
 // epoch, next phase, next config (JSON), channel. Returns "OK", or the
 // stored {epoch, phase} on a conflict.
 var publishScript = redis.NewScript(`
@@ -107,6 +176,7 @@ local cur = redis.call('HMGET', KEYS[1], 'epoch', 'phase')
 local e, p = cur[1] or '0', cur[2] or ''
 if e ~= ARGV[1] or p ~= ARGV[2] then return {e, p} end
 redis.call('HSET', KEYS[1], 'epoch', ARGV[3], 'phase', ARGV[4], 'config', ARGV[5])
+if KEYS[2] then redis.call('SADD', KEYS[2], KEYS[1]) end
 redis.call('PUBLISH', ARGV[6], ARGV[5])
 return 'OK'
 `)
@@ -119,10 +189,12 @@ for i = 1, #gone do redis.call('HDEL', KEYS[2], gone[i]) end
 if #gone > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now) end
 `
 
-// heartbeatScript: ARGV id, member JSON, ttl ms.
+// heartbeatScript: KEYS[3] (if any) RedisIndexKey; ARGV id, member JSON,
+// ttl ms.
 var heartbeatScript = redis.NewScript(clock + prune + `
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+if KEYS[3] then redis.call('SADD', KEYS[3], KEYS[1], KEYS[2]) end
 return 1
 `)
 
@@ -148,7 +220,11 @@ func (r *redisRegistry) Get(ctx context.Context) (Config, error) {
 	if err := r.check(); err != nil {
 		return Config{}, err
 	}
-	data, err := r.rdb.HGet(ctx, r.configKey, "config").Bytes()
+	rdb, err := r.client(ctx)
+	if err != nil {
+		return Config{}, fmt.Errorf("registry: get %s: %w", r.configKey, err)
+	}
+	data, err := rdb.HGet(ctx, r.configKey, "config").Bytes()
 	if err == redis.Nil {
 		return Config{}, nil
 	}
@@ -169,8 +245,12 @@ func (r *redisRegistry) Publish(ctx context.Context, prev, next Config) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidTransition, err)
 	}
-	res, err := publishScript.Run(ctx, r.rdb, []string{r.configKey},
-		prev.Epoch, string(prev.Phase), next.Epoch, string(next.Phase), data, r.announce).Result()
+	rdb, err := r.client(ctx)
+	var res any
+	if err == nil {
+		res, err = publishScript.Run(ctx, rdb, r.keys(r.configKey),
+			prev.Epoch, string(prev.Phase), next.Epoch, string(next.Phase), data, r.announce).Result()
+	}
 	if err != nil {
 		return fmt.Errorf("registry: publish %s to %s: %w", next.Version(), r.configKey, err)
 	}
@@ -188,8 +268,11 @@ func (r *redisRegistry) Heartbeat(ctx context.Context, m Member) error {
 	if err != nil {
 		return err
 	}
-	err = heartbeatScript.Run(ctx, r.rdb, []string{r.membersKey, r.memberDocsKey},
-		m.ID, data, r.opt.MemberTTL.Milliseconds()).Err()
+	rdb, err := r.client(ctx)
+	if err == nil {
+		err = heartbeatScript.Run(ctx, rdb, r.keys(r.membersKey, r.memberDocsKey),
+			m.ID, data, r.opt.MemberTTL.Milliseconds()).Err()
+	}
 	if err != nil {
 		return fmt.Errorf("registry: heartbeat of %s: %w", m.ID, err)
 	}
@@ -200,7 +283,11 @@ func (r *redisRegistry) Leave(ctx context.Context, id string) error {
 	if err := r.check(); err != nil {
 		return err
 	}
-	if err := leaveScript.Run(ctx, r.rdb, []string{r.membersKey, r.memberDocsKey}, id).Err(); err != nil {
+	rdb, err := r.client(ctx)
+	if err == nil {
+		err = leaveScript.Run(ctx, rdb, []string{r.membersKey, r.memberDocsKey}, id).Err()
+	}
+	if err != nil {
 		return fmt.Errorf("registry: leave of %s: %w", id, err)
 	}
 	return nil
@@ -210,7 +297,11 @@ func (r *redisRegistry) Members(ctx context.Context) ([]Member, error) {
 	if err := r.check(); err != nil {
 		return nil, err
 	}
-	docs, err := membersScript.Run(ctx, r.rdb, []string{r.membersKey, r.memberDocsKey}).StringSlice()
+	rdb, err := r.client(ctx)
+	var docs []string
+	if err == nil {
+		docs, err = membersScript.Run(ctx, rdb, []string{r.membersKey, r.memberDocsKey}).StringSlice()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("registry: members of %s: %w", r.name, err)
 	}

@@ -13,14 +13,15 @@ import (
 // on servers that do not expire keys in real time; PEXPIRE removes a
 // forgotten lock as well. KEYS[1] is the lock.
 
-// lockScript takes the lock: ARGV token, owner, ttl ms. Returns 1, or the
-// holder's owner.
+// lockScript takes the lock: KEYS[2] (if any) RedisIndexKey; ARGV token,
+// owner, ttl ms. Returns 1, or the holder's owner.
 var lockScript = redis.NewScript(clock + `
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'until')
 if cur[1] and tonumber(cur[2]) > now then return cur[1] end
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'token', ARGV[1], 'owner', ARGV[2], 'until', now + tonumber(ARGV[3]))
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if KEYS[2] then redis.call('SADD', KEYS[2], KEYS[1]) end
 return 1
 `)
 
@@ -56,7 +57,11 @@ func (r *redisRegistry) Lock(ctx context.Context, owner string, ttl time.Duratio
 		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	sent := time.Now()
-	res, err := lockScript.Run(ctx, r.rdb, []string{r.lockKey}, l.token, owner, ttl.Milliseconds()).Result()
+	rdb, err := r.client(ctx)
+	var res any
+	if err == nil {
+		res, err = lockScript.Run(ctx, rdb, r.keys(r.lockKey), l.token, owner, ttl.Milliseconds()).Result()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("registry: lock %s: %w", r.lockKey, err)
 	}
@@ -113,7 +118,7 @@ func (l *redisLock) renew(lastSent time.Time) {
 		}
 		sent := time.Now()
 		ctx, cancel := context.WithDeadline(l.r.ctx, lastSent.Add(l.ttl))
-		n, err := renewScript.Run(ctx, l.r.rdb, []string{l.r.lockKey}, l.token, l.ttl.Milliseconds()).Int()
+		n, err := l.renewOnce(ctx)
 		cancel()
 		switch {
 		case err == nil && n == 1:
@@ -125,6 +130,15 @@ func (l *redisLock) renew(lastSent time.Time) {
 	}
 }
 
+// renewOnce sends one renewal, bounded by ctx.
+func (l *redisLock) renewOnce(ctx context.Context) (int, error) {
+	rdb, err := l.r.client(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return renewScript.Run(ctx, rdb, []string{l.r.lockKey}, l.token, l.ttl.Milliseconds()).Int()
+}
+
 func (l *redisLock) Unlock(ctx context.Context) error {
 	l.unlockOnce.Do(func() {
 		close(l.stop)
@@ -133,7 +147,11 @@ func (l *redisLock) Unlock(ctx context.Context) error {
 		l.r.mu.Lock()
 		delete(l.r.locks, l)
 		l.r.mu.Unlock()
-		n, err := unlockScript.Run(ctx, l.r.rdb, []string{l.r.lockKey}, l.token).Int()
+		rdb, err := l.r.client(ctx)
+		var n int
+		if err == nil {
+			n, err = unlockScript.Run(ctx, rdb, []string{l.r.lockKey}, l.token).Int()
+		}
 		switch {
 		case err != nil:
 			l.unlockErr = fmt.Errorf("registry: unlock %s: %w", l.r.lockKey, err)

@@ -20,7 +20,11 @@ func (r *redisRegistry) Watch(ctx context.Context) (<-chan Config, error) {
 	if err := r.check(); err != nil {
 		return nil, err
 	}
-	ps := r.rdb.Subscribe(ctx, r.channel)
+	rdb, err := r.client(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("registry: watch: subscribe to %s: %w", r.channel, err)
+	}
+	ps := rdb.Subscribe(ctx, r.channel)
 	if _, err := ps.Receive(ctx); err != nil { // the subscription's confirmation
 		_ = ps.Close()
 		return nil, fmt.Errorf("registry: watch: subscribe to %s: %w", r.channel, err)
@@ -88,8 +92,12 @@ func (r *redisRegistry) watch(ctx context.Context, ps *redis.PubSub, cur Config,
 }
 
 // poll re-reads the stored config into f. An error (the registry is down)
-// keeps the last config; the next tick tries again.
+// keeps the last config; the next tick tries again. A re-read lasts at
+// most a PollInterval, so a registry that stopped answering delays
+// neither the next poll nor Close by more.
 func (r *redisRegistry) poll(ctx context.Context, f *feed.Feed[Config]) {
+	ctx, cancel := context.WithTimeout(ctx, r.opt.PollInterval)
+	defer cancel()
 	c, err := r.Get(ctx)
 	if err == nil && c.Epoch != 0 {
 		f.Offer(c)

@@ -44,8 +44,11 @@ rollback is just another apply once it is done). A second apply while one
 runs is refused, naming the holder of the lock.
 
 The URL is redis://host:port/NAME (the password, if any, comes from
-$REDSHARD_REGISTRY_PASSWORD) or etcd://host:port/PREFIX.`)
+$REDSHARD_REGISTRY_PASSWORD) or etcd://host:port/PREFIX. A registry that
+does not answer its first reads within --registry-timeout (5s) is an error
+naming it, before anything is published.`)
 	regFlag := registryFlag(f)
+	regTimeout := registryTimeoutFlag(f)
 	config := f.String("config", "", "JSON configuration `file` with the new shard list (format: docs/operations.md)")
 	yes := f.Bool("yes", false, "apply without asking")
 	driver := f.String("driver", "", "`name` of who drives the change, shown to the fleet and to a second apply (default host/pid)")
@@ -57,6 +60,9 @@ $REDSHARD_REGISTRY_PASSWORD) or etcd://host:port/PREFIX.`)
 	}
 	u, err := registryArg(*regFlag)
 	if err != nil {
+		return err
+	}
+	if err := registryTimeoutArg(*regTimeout); err != nil {
 		return err
 	}
 	if *config == "" {
@@ -87,16 +93,22 @@ $REDSHARD_REGISTRY_PASSWORD) or etcd://host:port/PREFIX.`)
 	defer closeReg()
 	// Refuse at once, before the plan, while another apply holds the
 	// driver lock; Apply takes the lock itself (and refuses the same way
-	// if another apply started meanwhile).
-	if err := probeLock(ctx, reg, *driver); err != nil {
+	// if another apply started meanwhile). Both first reads are bounded
+	// by --registry-timeout.
+	rctx, cancel := context.WithTimeout(ctx, *regTimeout)
+	defer cancel()
+	if err := probeLock(rctx, reg, *driver); errors.Is(err, registry.ErrLocked) {
 		return applyError(ctx, reg, err)
+	} else if err != nil {
+		return registryErr(rctx, u, *regTimeout, "taking the driver lock", err)
 	}
-	cur, err := reg.Get(ctx)
+	cur, err := reg.Get(rctx)
 	if err != nil {
-		return fmt.Errorf("reading the registry %s: %w", u, err)
+		return registryErr(rctx, u, *regTimeout, "reading the config", err)
 	}
 	base := &redshard.Options{ShardOptions: opt.ShardOptions, VnodesPerWeight: opt.VnodesPerWeight, Health: opt.Health}
-	lost, restore, err := redshard.RegistryBehind(ctx, reg, doc, base)
+	lost, restore, err := redshard.RegistryBehind(rctx, reg, doc, base)
+	cancel()
 	if err != nil {
 		return applyError(ctx, reg, err)
 	}

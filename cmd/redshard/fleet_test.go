@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -422,4 +424,138 @@ func TestPhaseDisplay(t *testing.T) {
 	nilDisplay.progress(p)
 	nilDisplay.rebalance(redshard.RebalanceProgress{})
 	nilDisplay.end(false)
+}
+
+// TestRegistryURLRedacted: a registry URL with a password in it was
+// refused with an error that quoted the URL, password included. Every
+// error a --registry value can cause shows it redacted, in
+// parseRegistryURL and on the command line.
+func TestRegistryURLRedacted(t *testing.T) {
+	const secret = "s3cr3t-PW"
+	for _, in := range []string{
+		"redis://:" + secret + "@127.0.0.1:6379/redshard:r",           // credentials refused
+		"redis://admin:" + secret + "@127.0.0.1:6379/redshard:r",      // user and password
+		"etcd://root:" + secret + "@127.0.0.1:2379/redshard/registry", // etcd too
+		"redis://" + secret + "@127.0.0.1:6379/redshard:r",            // a password spelled as the user
+		"rediss://:" + secret + "@127.0.0.1:6379/redshard:r",          // unknown scheme
+		"redis:/:" + secret + "@127.0.0.1:6379/redshard:r",            // no "://"
+		"redis://:" + secret + "@[::1/redshard:r",                     // unparsable host
+		"redis://:" + secret + "@127.0.0.1:99999/redshard:r",          // unparsable port
+		"redis://:" + secret + "@127.0.0.1/redshard:r",                // no port
+		"redis://:" + secret + "@127.0.0.1:6379",                      // no name
+		"redis://127.0.0.1:6379/redshard:r?password=" + secret,        // a query
+		"redis://127.0.0.1:6379/redshard:r#" + secret,                 // a fragment
+		"redis://:" + secret + "@127.0.0.1:6379/redshard:r?db=0%zz",   // unparsable query
+		"redis://u:" + secret + "@127.0.0.1:6379/x\x7f",               // control character
+		"etcd://:" + secret + "@127.0.0.1:2379/",                      // no prefix
+		"redis://:" + secret + "@:6379/redshard:r",                    // no host
+	} {
+		_, err := parseRegistryURL(in)
+		if err == nil {
+			t.Errorf("%q parsed", in)
+			continue
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("parseRegistryURL(%q): %v: shows the password", in, err)
+		}
+		for _, args := range [][]string{{"status"}, {"apply", "--config", "unused.json"}} {
+			_, out, errOut := runCmd(t, append(args, "--registry", in)...)
+			if strings.Contains(out+errOut, secret) {
+				t.Errorf("redshard %s --registry %q printed the password:\n%s%s", args[0], in, out, errOut)
+			}
+		}
+	}
+	if got := redactURL("redis://admin:" + secret + "@h:1/n?a=" + secret); got != "redis://xxxxx@h:1/n?a=xxxxx" {
+		t.Errorf("redactURL = %q", got)
+	}
+}
+
+// silentListener accepts connections and never answers on them (a server
+// whose process hangs, or packets dropped past the handshake).
+func silentListener(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// closedAddr returns a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+// TestRegistryUnreachable: status and apply against an etcd registry that
+// could not be reached waited silently for minutes. Against a registry
+// that refuses connections or never answers, Redis or etcd, both fail
+// within --registry-timeout with an error naming the registry.
+func TestRegistryUnreachable(t *testing.T) {
+	cfg := writeFile(t, "fleet.json", `{"shards": [{"name": "a", "addr": "127.0.0.1:1"}]}`)
+	for _, tc := range []struct{ name, url string }{
+		{"redis, closed port", "redis://" + closedAddr(t) + "/redshard:registry:t"},
+		{"redis, silent", "redis://" + silentListener(t) + "/redshard:registry:t"},
+		{"etcd, closed port", "etcd://" + closedAddr(t) + "/redshard/registry/t"},
+		{"etcd, silent", "etcd://" + silentListener(t) + "/redshard/registry/t"},
+	} {
+		for _, args := range [][]string{{"status"}, {"apply", "--config", cfg, "--yes", "--no-progress"}} {
+			t.Run(tc.name+"/"+args[0], func(t *testing.T) {
+				type result struct {
+					code        int
+					out, errOut string
+				}
+				done := make(chan result, 1)
+				go func() {
+					var out, errOut bytes.Buffer
+					code := run(append(args, "--registry", tc.url, "--registry-timeout", "300ms"), &out, &errOut)
+					done <- result{code, out.String(), errOut.String()}
+				}()
+				select {
+				case r := <-done:
+					if r.code != exitFail || !strings.Contains(r.errOut, tc.url) {
+						t.Errorf("exit %d, stderr %q; want %d and an error naming %s", r.code, r.errOut, exitFail, tc.url)
+					}
+					if strings.HasPrefix(tc.name, "etcd") || strings.HasSuffix(tc.name, "silent") {
+						if !strings.Contains(r.errOut, "did not answer within 300ms (--registry-timeout)") {
+							t.Errorf("stderr %q: want the registry named as not answering within --registry-timeout", r.errOut)
+						}
+					}
+					t.Logf("stderr: %s", strings.TrimSpace(r.errOut))
+				case <-time.After(20 * time.Second):
+					t.Fatalf("redshard %s against %s: still running after 20s with --registry-timeout 300ms", args[0], tc.url)
+				}
+			})
+		}
+	}
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -39,29 +41,36 @@ func (u registryURL) String() string {
 
 // parseRegistryURL parses a --registry value. The port is required; the
 // Redis name is the path after the first "/" (it may hold ":" and "/"),
-// the etcd prefix the whole path.
+// the etcd prefix the whole path. Its errors show s redacted (redactURL):
+// a password given in the URL is refused, never echoed.
 func parseRegistryURL(s string) (registryURL, error) {
+	shown := redactURL(s)
 	scheme, _, ok := strings.Cut(s, "://")
 	if !ok || (scheme != "redis" && scheme != "etcd") {
-		return registryURL{}, fmt.Errorf("%q: want redis://host:port/NAME or etcd://host:port/PREFIX", s)
+		return registryURL{}, fmt.Errorf("%q: want redis://host:port/NAME or etcd://host:port/PREFIX", shown)
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return registryURL{}, fmt.Errorf("%q: %w", s, err)
+		// A *url.Error quotes the URL it could not parse: keep its reason only.
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return registryURL{}, fmt.Errorf("%q: %v", shown, err)
 	}
 	r := registryURL{scheme: scheme}
 	switch {
 	case u.User != nil:
-		return registryURL{}, fmt.Errorf("%q: credentials are not read from the URL (set %s for a Redis password)", s, registryPasswordEnv)
+		return registryURL{}, fmt.Errorf("%q: credentials are not read from the URL (set %s for a Redis password)", shown, registryPasswordEnv)
 	case u.RawQuery != "" || u.Fragment != "":
-		return registryURL{}, fmt.Errorf("%q: the URL takes no query or fragment", s)
+		return registryURL{}, fmt.Errorf("%q: the URL takes no query or fragment", shown)
 	}
 	host, port, err := net.SplitHostPort(u.Host)
 	if err != nil || host == "" {
-		return registryURL{}, fmt.Errorf("%q: want host:port after %s://", s, u.Scheme)
+		return registryURL{}, fmt.Errorf("%q: want host:port after %s://", shown, u.Scheme)
 	}
 	if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
-		return registryURL{}, fmt.Errorf("%q: bad port %q", s, port)
+		return registryURL{}, fmt.Errorf("%q: bad port %q", shown, port)
 	}
 	r.addr = u.Host
 	path := u.Path
@@ -75,14 +84,75 @@ func parseRegistryURL(s string) (registryURL, error) {
 		if r.scheme == "etcd" {
 			what = "PREFIX (e.g. etcd://" + u.Host + "/redshard/registry/web)"
 		}
-		return registryURL{}, fmt.Errorf("%q: no registry %s", s, what)
+		return registryURL{}, fmt.Errorf("%q: no registry %s", shown, what)
 	}
 	return r, nil
+}
+
+// redacted replaces a secret in what redactURL shows.
+const redacted = "xxxxx"
+
+// redactURL returns s as it may be printed: its userinfo (user and
+// password: a password may be spelled as the user), the values of its
+// query and its fragment replaced by xxxxx. A string that does not parse
+// as a URL with a host loses everything before its last "@".
+func redactURL(s string) string {
+	if u, err := url.Parse(s); err == nil && u.Host != "" {
+		if u.User != nil {
+			u.User = url.User(redacted)
+		}
+		if u.RawQuery != "" {
+			q := u.Query()
+			for k := range q {
+				q[k] = []string{redacted}
+			}
+			u.RawQuery = q.Encode()
+		}
+		if u.Fragment != "" {
+			u.Fragment, u.RawFragment = redacted, ""
+		}
+		return u.String()
+	}
+	if i := strings.LastIndex(s, "@"); i >= 0 {
+		s = redacted + s[i:]
+	}
+	if i := strings.IndexAny(s, "?#"); i >= 0 {
+		s = s[:i+1] + redacted
+	}
+	return s
 }
 
 // registryFlag registers --registry on f.
 func registryFlag(f *flags) *string {
 	return f.String("registry", "", "the fleet's registry: `URL` redis://host:port/NAME (NAME e.g. redshard:registry:web) or etcd://host:port/PREFIX")
+}
+
+// defaultRegistryTimeout is --registry-timeout's default.
+const defaultRegistryTimeout = 5 * time.Second
+
+// registryTimeoutFlag registers --registry-timeout on f.
+func registryTimeoutFlag(f *flags) *time.Duration {
+	return f.Duration("registry-timeout", defaultRegistryTimeout,
+		"how long to wait for the registry to answer the first reads (connecting included) before giving up")
+}
+
+// registryTimeoutArg checks --registry-timeout.
+func registryTimeoutArg(d time.Duration) error {
+	if d <= 0 {
+		return usagef("--registry-timeout %v: must be positive", d)
+	}
+	return nil
+}
+
+// registryErr explains why the first reads of the registry u failed under
+// rctx, a context bounded by --registry-timeout d: a registry that did not
+// answer in time is named, with the flag that bounds the wait. u prints
+// no credentials (parseRegistryURL refuses them).
+func registryErr(rctx context.Context, u registryURL, d time.Duration, what string, err error) error {
+	if errors.Is(rctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%s: the registry %s did not answer within %v (--registry-timeout): %w", what, u, d, err)
+	}
+	return fmt.Errorf("%s %s: %w", what, u, err)
 }
 
 // registryArg parses the --registry flag, which is required.

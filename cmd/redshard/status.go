@@ -23,8 +23,10 @@ by its own clock). A process not yet on the current phase is marked late:
 the change waits for it (redshard apply shows the same).
 
 The URL is redis://host:port/NAME (the password, if any, comes from
-$REDSHARD_REGISTRY_PASSWORD) or etcd://host:port/PREFIX.`)
+$REDSHARD_REGISTRY_PASSWORD) or etcd://host:port/PREFIX. A registry that
+does not answer within --registry-timeout (5s) is an error naming it.`)
 	regFlag := registryFlag(f)
+	regTimeout := registryTimeoutFlag(f)
 	if err := f.parse(args, stdout); err != nil {
 		return err
 	}
@@ -32,18 +34,23 @@ $REDSHARD_REGISTRY_PASSWORD) or etcd://host:port/PREFIX.`)
 	if err != nil {
 		return err
 	}
+	if err := registryTimeoutArg(*regTimeout); err != nil {
+		return err
+	}
 	reg, closeReg, err := openRegistry(u, stderr)
 	if err != nil {
 		return err
 	}
 	defer closeReg()
-	cfg, err := reg.Get(ctx)
+	rctx, cancel := context.WithTimeout(ctx, *regTimeout)
+	defer cancel()
+	cfg, err := reg.Get(rctx)
 	if err != nil {
-		return fmt.Errorf("reading the registry %s: %w", u, err)
+		return registryErr(rctx, u, *regTimeout, "reading the config", err)
 	}
-	members, err := reg.Members(ctx)
+	members, err := reg.Members(rctx)
 	if err != nil {
-		return fmt.Errorf("reading the members of %s: %w", u, err)
+		return registryErr(rctx, u, *regTimeout, "reading the members", err)
 	}
 	return writeStatus(stdout, u, cfg, members, time.Now())
 }

@@ -1,0 +1,82 @@
+package etcdregistry_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redshard/redshard/registry"
+	"github.com/redshard/redshard/registry/etcdregistry"
+	"github.com/redshard/redshard/registry/internal/blackhole"
+	"github.com/redshard/redshard/registry/registrytest"
+)
+
+// TestEtcdBlackholed puts the etcd server behind a proxy that stops
+// carrying bytes without closing anything (packets dropped): every method
+// called with a 500ms deadline returns an error, rather than waiting for
+// the connection to come back.
+func TestEtcdBlackholed(t *testing.T) {
+	srv := startEtcd(t)
+	p, err := blackhole.Listen(strings.TrimPrefix(srv.Endpoint(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	r, err := etcdregistry.NewOptions(client(t, "http://"+p.Addr()), "/blackholed/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Blackhole(false); _ = r.Close() })
+	ctx := context.Background()
+	first := registrytest.Next(t, registry.Config{}, 0)
+	if err := r.Publish(ctx, registry.Config{}, first); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Heartbeat(ctx, registry.Member{ID: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	held, err := r.Lock(ctx, "held", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Blackhole(true)
+	for _, c := range []struct {
+		what string
+		call func(context.Context) error
+	}{
+		{"Get", func(ctx context.Context) error { _, err := r.Get(ctx); return err }},
+		{"Publish", func(ctx context.Context) error { return r.Publish(ctx, first, registrytest.Next(t, first, 1)) }},
+		{"Heartbeat", func(ctx context.Context) error { return r.Heartbeat(ctx, registry.Member{ID: "m"}) }},
+		{"Heartbeat of a new member", func(ctx context.Context) error { return r.Heartbeat(ctx, registry.Member{ID: "n"}) }},
+		{"Members", func(ctx context.Context) error { _, err := r.Members(ctx); return err }},
+		{"Leave", func(ctx context.Context) error { return r.Leave(ctx, "m") }},
+		{"Lock", func(ctx context.Context) error { _, err := r.Lock(ctx, "other", time.Minute); return err }},
+		{"Unlock", func(ctx context.Context) error { return held.Unlock(ctx) }},
+		{"Watch", func(ctx context.Context) error {
+			ch, err := r.Watch(ctx)
+			if err == nil {
+				for range ch { // a watch started: it ends with ctx
+				}
+				return errors.New("Watch started with its registry blackholed")
+			}
+			return err
+		}},
+	} {
+		cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		done := make(chan error, 1)
+		go func() { done <- c.call(cctx) }()
+		select {
+		case err := <-done:
+			if err == nil || !errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "deadline") {
+				t.Errorf("%s with the registry blackholed: %v, want a deadline error", c.what, err)
+			}
+		case <-time.After(5 * time.Second):
+			_ = p.Close()
+			<-done
+			t.Fatalf("%s with the registry blackholed and a 500ms deadline: still running after 5s", c.what)
+		}
+		cancel()
+	}
+}
