@@ -58,18 +58,6 @@ const InternalIndexKey = InternalKeyPrefix + "index"
 
 const internalIndex = InternalIndexKey
 
-// dbsizeScript is DBSIZE without redshard's own keys: it counts the
-// index's live members (pruning the expired ones) and the index itself.
-const dbsizeScript = `
-local n = redis.call('DBSIZE')
-if redis.call('EXISTS', KEYS[1]) == 0 then return n end
-local live = 1
-for _, k in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-	if redis.call('EXISTS', k) == 1 then live = live + 1 else redis.call('SREM', KEYS[1], k) end
-end
-if live == 1 and redis.call('EXISTS', KEYS[1]) == 0 then live = 0 end
-return n - live`
-
 // indexInternal records an internal key in its server's index; cmd is the
 // command that creates it, sent in the same pipeline. The index expires a
 // while after the last key was added (its members expire long before).
