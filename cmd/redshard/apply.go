@@ -19,7 +19,7 @@ import (
 var confirmInput io.Reader = os.Stdin
 
 func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f := newFlags("apply", "--registry URL --config FILE [--yes] [--driver NAME] [--rate N] [--batch N] [--no-progress]", `
+	f := newFlags("apply", "--registry URL --config FILE [--yes] [--driver NAME] [--rate N] [--batch N] [--no-progress] [--registry-timeout D]", `
 Apply changes a fleet's ring through its registry: every process of the
 fleet follows the registry (redshard.Options.Registry) and moves with it,
 phase by phase. Apply reads the current config from the registry, prints

@@ -12,7 +12,7 @@ import (
 )
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f := newFlags("status", "--registry URL", `
+	f := newFlags("status", "--registry URL [--registry-timeout D]", `
 Status prints what a fleet's registry holds: the current config (its epoch,
 its phase, the change in flight with its id, driver and start, and the
 shards with their weights; during a change, what the change does to each
