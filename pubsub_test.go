@@ -736,3 +736,52 @@ func TestPubSubProbeHalfOpenLink(t *testing.T) {
 		})
 	}
 }
+
+// A shard marked down by the heartbeat and up again leaves its Pub/Sub
+// links alone: the link watches its own connection (a dead server fails
+// its reads, a frozen one its probe), while the heartbeat's verdict can
+// come after the link has already resubscribed on a restarted server, or
+// be wrong on a loaded machine. Cut by markDown, the link reported a
+// failure and lost what was published while it resubscribed
+// (TestPubSubShardKilled's flake): here the first thing Receive returns
+// after the mark is a message, not the shard's failure.
+func TestPubSubShardMarkedDown(t *testing.T) {
+	cl := newCluster(t, 1, 1)
+	_, ch := cl.twoShardKeys(t) // on shard-1
+	ps := cl.c.Subscribe(ctx, ch)
+	defer ps.Close()
+	if err := ps.PSubscribe(ctx, "b:*"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := ps.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round := range 3 {
+		if err := cl.c.MarkShardDown("shard-1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.c.MarkShardUp("shard-1"); err != nil {
+			t.Fatal(err)
+		}
+		payload := fmt.Sprint("after-mark-", round)
+		if err := cl.c.Publish(ctx, ch, payload).Err(); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{} // by subscription: the channel's, the pattern's
+		for len(got) < 2 {
+			msg, err := ps.ReceiveTimeout(ctx, 10*time.Second)
+			if err != nil {
+				t.Fatalf("round %d: Receive after the shard was marked down and up: %v, want the messages published after", round, err)
+			}
+			m, ok := msg.(*redis.Message)
+			if !ok || m.Payload != payload {
+				t.Fatalf("round %d: got %#v, want a message %q", round, msg, payload)
+			}
+			if got[m.Pattern]++; got[m.Pattern] > 1 {
+				t.Fatalf("round %d: %q delivered twice by subscription %q", round, payload, m.Pattern)
+			}
+		}
+	}
+}

@@ -86,7 +86,7 @@ func (c *Client) newBackend(s Shard) *backend {
 	return b
 }
 
-// markDown marks the backend down (named as in the current ring) and severs its command connections, so
+// markDown marks the backend down (named as in the current ring) and severs its command connections (not its Pub/Sub links'), so
 // that commands already waiting on a frozen or dead server fail at once
 // (failFast turns their errors into ErrShardDown) instead of after
 // ReadTimeout × retries, and refuses new connections until it is up again.
@@ -112,8 +112,8 @@ var errSevered = errors.New("redshard: connection severed: the shard was marked 
 func (f failFast) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := next(ctx, network, addr)
-		if err != nil {
-			return nil, err
+		if err != nil || isSubscriberDial(ctx) { // a Pub/Sub link probes its own connection: markDown leaves it
+			return conn, err
 		}
 		return f.b.conns.track(conn, f.b.peekClock), nil
 	}
