@@ -136,6 +136,35 @@ func (c *Client) followRing() {
 	}
 }
 
+// followPubSub places every open PubSub's subscriptions on the current
+// ring now, rather than at the hub's next poll, and waits until each shard
+// that gained subscriptions has confirmed them, or has failed (its
+// PubSub's Receive said so), or ctx ends, or subscribeWait passes; a shard
+// still unconfirmed then is reported on the Receive of the PubSubs
+// concerned. SetShards and a fleet's phase call it before returning (or
+// acknowledging), so that a message published on the new ring after they
+// have reaches the subscribers.
+func (c *Client) followPubSub(ctx context.Context) {
+	h := &c.pubsub
+	h.mu.Lock()
+	all := make([]*mux, 0, len(h.muxes))
+	for m := range h.muxes {
+		all = append(all, m)
+	}
+	h.mu.Unlock()
+	if len(all) == 0 {
+		return
+	}
+	top := c.top.Load()
+	for _, m := range all {
+		m.reroute(top)
+	}
+	deadline := time.Now().Add(subscribeWait)
+	for _, m := range all {
+		m.awaitMoved(ctx, deadline)
+	}
+}
+
 // newMux is the front client's dialer: a new multiplexer, registered with
 // the hub until it closes.
 func (c *Client) newMux() (net.Conn, error) {

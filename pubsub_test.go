@@ -785,3 +785,100 @@ func TestPubSubShardMarkedDown(t *testing.T) {
 		}
 	}
 }
+
+// SetShards returns once the channels whose owner changed are subscribed
+// on their new owner: a PUBLISH right after it, one per moved channel,
+// reaches the subscriber, as when the shard is added and when it is
+// removed again (after the first change was released, the old owners no
+// longer carry those channels).
+func TestPubSubPublishRightAfterSetShards(t *testing.T) {
+	cl := newCluster(t, 1, 1)
+	base := slices.Clone(cl.shards)
+	grown := cl.addShard(t, "shard-2", 1)
+	next := ringWith(t, grown)
+	var moving []string
+	for i := 0; len(moving) < 5; i++ {
+		if ch := fmt.Sprint("ch:", i); next.Lookup(ch) == "shard-2" {
+			moving = append(moving, ch)
+		}
+	}
+	ps := cl.c.Subscribe(ctx, moving...)
+	defer ps.Close()
+	for range moving {
+		if _, err := ps.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round, shards := range [][]redshard.Shard{grown, base} {
+		if err := cl.c.SetShards(ctx, shards); err != nil {
+			t.Fatal(err)
+		}
+		payload := fmt.Sprint("round-", round)
+		for _, ch := range moving {
+			if n, err := cl.c.Publish(ctx, ch, payload).Result(); err != nil || n != 1 {
+				owner, _ := cl.c.ShardFor(ch)
+				t.Fatalf("round %d: PUBLISH %s (now on %s) right after SetShards reached %d subscribers (%v), want 1", round, ch, owner, n, err)
+			}
+		}
+		got := map[string]bool{}
+		for len(got) < len(moving) {
+			msg, err := ps.ReceiveMessage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msg.Payload != payload || got[msg.Channel] {
+				t.Fatalf("round %d: got %s %q, want %q once per channel", round, msg.Channel, msg.Payload, payload)
+			}
+			got[msg.Channel] = true
+		}
+		if _, err := cl.c.Rebalance(ctx, redshard.RebalanceOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// In a fleet, a process acknowledges a phase only once its PubSubs are
+// subscribed on every ring of it: as soon as a subscriber has acknowledged
+// Prepare (after which Migrate may be published, whose processes publish
+// on the next ring), a PUBLISH on the moved channel's next owner reaches
+// it. Rounds change the shard count up and down.
+func TestFleetPubSubSubscribedBeforeAck(t *testing.T) {
+	f := newFleet(t, 2)
+	f.apply(t, ctx, f.doc(1))
+	c := f.client(t, f.reg, "sub")
+	moving, _ := keyMoving(t, f, 1)
+	ps := c.Subscribe(ctx, moving)
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for round, n := range []int{2, 1, 2} {
+		cur, err := f.reg.Get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prep := cur.Begin(f.doc(n), fmt.Sprint("pubsub-", round), "test")
+		if err := f.reg.Publish(ctx, cur, prep); err != nil {
+			t.Fatal(err)
+		}
+		waitVersion(t, c, prep.Version())
+		owner := f.mini[n-1] // moving is on s1 with two shards, s0 with one
+		if got := owner.Publish(moving, "x"); got != 1 {
+			t.Fatalf("round %d: PUBLISH on the next owner right after the subscriber acknowledged Prepare reached %d, want 1", round, got)
+		}
+		if msg, err := ps.ReceiveMessage(ctx); err != nil || msg.Payload != "x" {
+			t.Fatalf("round %d: %v, %v", round, msg, err)
+		}
+		for cfg := prep; cfg.InFlight(); { // migrate, commit, stable: no data to move
+			next, err := cfg.Advance()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.reg.Publish(ctx, cfg, next); err != nil {
+				t.Fatal(err)
+			}
+			waitVersion(t, c, next.Version())
+			cfg = next
+		}
+	}
+}
