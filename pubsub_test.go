@@ -558,6 +558,7 @@ type silencer struct {
 	mu     sync.Mutex
 	conns  map[*silencedConn]bool
 	wg     sync.WaitGroup
+	all    atomic.Bool // every connection goes silent once it subscribes
 }
 
 type silencedConn struct {
@@ -614,6 +615,9 @@ func (s *silencer) pipe(c *silencedConn, src, dst net.Conn, fromClient bool) {
 		}
 		if fromClient && bytes.Contains(bytes.ToLower(buf[:n]), []byte("subscribe")) {
 			c.subscribed.Store(true)
+			if s.all.Load() {
+				c.silent.Store(true)
+			}
 		}
 		if c.silent.Load() {
 			continue
@@ -880,5 +884,40 @@ func TestFleetPubSubSubscribedBeforeAck(t *testing.T) {
 			waitVersion(t, c, next.Version())
 			cfg = next
 		}
+	}
+}
+
+// SetShards onto a shard that takes the SUBSCRIBE of a moved channel and
+// never answers (nothing has noticed yet: the heartbeat is off, the
+// probe takes 3s+3s) returns after a bounded wait, and the PubSub's
+// Receive says that the shard has not confirmed what it takes over.
+func TestPubSubSetShardsToSilentShard(t *testing.T) {
+	old, neu := miniredis.RunT(t), miniredis.RunT(t)
+	proxy := newSilencer(t, neu.Addr())
+	proxy.all.Store(true)
+	shards := []redshard.Shard{{Name: "shard-0", Addr: old.Addr()}, {Name: "shard-1", Addr: proxy.ln.Addr().String()}}
+	c, err := redshard.NewClient(&redshard.Options{Shards: shards[:1], Health: &redshard.HealthOptions{Disable: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	next := ringWith(t, shards)
+	var ch string
+	for i := 0; ch == ""; i++ {
+		if k := fmt.Sprint("silent:", i); next.Lookup(k) == "shard-1" {
+			ch = k
+		}
+	}
+	ps := c.Subscribe(ctx, ch)
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetShards(ctx, shards); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ps.ReceiveTimeout(ctx, 10*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "shard-1 has not confirmed") {
+		t.Fatalf("Receive after SetShards onto a silent shard: %v, want shard-1 reported as not confirming", err)
 	}
 }
