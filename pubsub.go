@@ -131,7 +131,7 @@ func (c *Client) followRing() {
 		}
 		h.mu.Unlock()
 		for _, m := range all {
-			m.reroute(top)
+			m.reroute()
 		}
 	}
 }
@@ -155,9 +155,8 @@ func (c *Client) followPubSub(ctx context.Context) {
 	if len(all) == 0 {
 		return
 	}
-	top := c.top.Load()
 	for _, m := range all {
-		m.reroute(top)
+		m.reroute()
 	}
 	deadline := time.Now().Add(subscribeWait)
 	for _, m := range all {
@@ -179,7 +178,7 @@ func (c *Client) newMux() (net.Conn, error) {
 	// A ring stored between newMux's read and the registration above was
 	// rerouted without this mux: place it on the newest one (nothing to do
 	// when it is the same).
-	m.reroute(c.top.Load())
+	m.reroute()
 	context.AfterFunc(m.ctx, func() {
 		m.shutdown(errMuxClosed)
 		h.mu.Lock()

@@ -750,11 +750,15 @@ func (m *mux) deliver(l *link, msg *redis.Message) {
 	}
 }
 
-// reroute places every subscription on top: links of shards that now
-// carry it subscribe, links that no longer do unsubscribe.
-func (m *mux) reroute(top *topology) {
+// reroute places every subscription on the client's current ring: links
+// of shards that now carry it subscribe, links that no longer do
+// unsubscribe. The ring is read under m.mu, so that of two reroutes
+// racing (the hub's poll, SetShards, a new mux) the last one places the
+// subscriptions on the newest ring, never back on an older one.
+func (m *mux) reroute() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	top := m.c.top.Load()
 	if m.closed || top == m.top {
 		return
 	}

@@ -112,8 +112,11 @@ var errSevered = errors.New("redshard: connection severed: the shard was marked 
 func (f failFast) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := next(ctx, network, addr)
-		if err != nil || isSubscriberDial(ctx) { // a Pub/Sub link probes its own connection: markDown leaves it
-			return conn, err
+		if err != nil {
+			return nil, err
+		}
+		if isSubscriberDial(ctx) { // a Pub/Sub link probes its own connection: markDown leaves it
+			return conn, nil
 		}
 		return f.b.conns.track(conn, f.b.peekClock), nil
 	}
