@@ -31,9 +31,10 @@ import (
 // returns its *redis.Subscription) once that shard has confirmed it, so a
 // message published after the confirmation is delivered. Messages of every
 // shard arrive on the one PubSub. Subscriptions follow membership changes:
-// after SetShards a channel whose owner changed is subscribed on its new
-// owner (and, until the change is released, also on the old one, where
-// processes still on the previous ring publish). While a shard is down,
+// SetShards returns (a fleet's process acknowledges a phase) once a
+// channel whose owner changed is subscribed on its new owner (and, until
+// the change is released, also on the old one, where processes still on
+// the previous ring publish). While a shard is down,
 // Receive reports an error for it once, and its subscriptions are made
 // when it is back. A shard that stops answering without closing the
 // connection (a frozen server, a partition) is found by a probe: a
