@@ -113,6 +113,21 @@ type torture struct {
 	changes []changeRecord
 	events  map[string]int // what the chaos did
 	marker  atomic.Int64   // the id of the current barrier's markers
+
+	timeline []timed // what happened, for the report of a loss; guarded by mu
+}
+
+// timed is one line of the timeline.
+type timed struct {
+	at   time.Time
+	what string
+}
+
+// note adds a line to the timeline.
+func (tt *torture) note(format string, args ...any) {
+	tt.mu.Lock()
+	tt.timeline = append(tt.timeline, timed{time.Now(), fmt.Sprintf(format, args...)})
+	tt.mu.Unlock()
 }
 
 // faultWindow is a fault of one server, from just before it was made to
@@ -194,7 +209,11 @@ func newTorture(t *testing.T, rng *rand.Rand, fleet bool) *torture {
 	}
 	for i := range tortureClients {
 		opt := &redshard.Options{
-			ShardOptions: &redis.Options{ReadTimeout: time.Second, WriteTimeout: time.Second},
+			// No retries: go-redis runs a PUBLISH again after a timeout or
+			// a connection lost before its reply, and the first may have run
+			// (a frozen server runs it when thawed): a duplicate that pub/sub
+			// did not make. Each PUBLISH here runs at most once.
+			ShardOptions: &redis.Options{ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1},
 			Health:       &redshard.HealthOptions{Interval: 100 * time.Millisecond},
 		}
 		if fleet {
@@ -309,6 +328,10 @@ func (tt *torture) start() {
 			go func() { defer tt.wg.Done(); s.churn(tt) }()
 		}
 	}
+	if tt.fleet {
+		tt.wg.Add(1)
+		go func() { defer tt.wg.Done(); tt.watchFleet() }()
+	}
 	for ci := range tt.clients {
 		for range torturePublishers {
 			p := &torturePub{id: len(tt.pubs), client: ci, rng: rand.New(rand.NewPCG(tt.rng.Uint64(), 2)), seq: map[string]int{}}
@@ -337,6 +360,7 @@ func (s *tortureSub) receive(tt *torture) {
 				s.mu.Lock()
 				s.errors++
 				s.mu.Unlock()
+				tt.note("%s Receive: %v", s.name, err)
 			case errors.As(err, &ne) && ne.Timeout():
 			default:
 				s.mu.Lock()
@@ -441,6 +465,21 @@ func (p *torturePub) run(tt *torture) {
 	}
 }
 
+// watchFleet notes every client's phase and fence as they change.
+func (tt *torture) watchFleet() {
+	last := make([]redshard.FleetStatus, len(tt.clients))
+	for tt.ctx.Err() == nil {
+		for i, c := range tt.clients {
+			st, _ := c.FleetStatus()
+			if st.Version != last[i].Version || st.Fenced != last[i].Fenced {
+				tt.note("client%d on %v fenced=%v", i, st.Version, st.Fenced)
+				last[i] = st
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
 // quiet lets the traffic run for d.
 func (tt *torture) quiet(d time.Duration) { time.Sleep(d) }
 
@@ -504,9 +543,12 @@ func (tt *torture) kill() {
 	srv := tt.members[tt.rng.IntN(len(tt.members))]
 	down := time.Duration(50+tt.rng.IntN(1500)) * time.Millisecond
 	w := faultWindow{kind: "kill", from: time.Now(), owned: tt.ownedBy(srv)}
+	tt.note("kill s%d", srv)
 	tt.servers[srv].Kill()
 	time.Sleep(down)
+	tt.note("restart s%d", srv)
 	tt.servers[srv].Restart(tt.t)
+	tt.note("s%d restarted", srv)
 	tt.barrier("after a restart", []int{srv})
 	w.to = time.Now()
 	tt.record(w)
@@ -518,8 +560,10 @@ func (tt *torture) freeze() {
 	srv := tt.members[tt.rng.IntN(len(tt.members))]
 	frozen := time.Duration(100+tt.rng.IntN(3000)) * time.Millisecond
 	w := faultWindow{kind: "freeze", from: time.Now(), owned: tt.ownedBy(srv)}
+	tt.note("freeze s%d", srv)
 	tt.servers[srv].Freeze()
 	time.Sleep(frozen)
+	tt.note("thaw s%d", srv)
 	tt.servers[srv].Thaw()
 	tt.barrier("after a thaw", []int{srv})
 	w.to = time.Now()
@@ -527,6 +571,7 @@ func (tt *torture) freeze() {
 }
 
 func (tt *torture) record(w faultWindow) {
+	tt.note("%s window closed (every subscriber heard the server again)", w.kind)
 	tt.mu.Lock()
 	tt.windows = append(tt.windows, w)
 	tt.events[w.kind]++
@@ -556,8 +601,10 @@ func (tt *torture) change() {
 	for i := range tortureChannels {
 		before[channelName(i)] = tt.owner(channelName(i))
 	}
+	tt.note("change %s: %v -> %v", kind, tt.members, next)
 	if tt.fleet {
 		tt.apply(next)
+		tt.note("apply %v done", next)
 		tt.members = next
 		tt.mu.Lock()
 		tt.events[kind]++
@@ -571,6 +618,7 @@ func (tt *torture) change() {
 			tt.t.Fatalf("SetShards to %v on client %d: %v", next, ci, err)
 		}
 		rec.end[ci] = time.Now()
+		tt.note("client%d SetShards returned", ci)
 	}
 	tt.members = next
 	for ch, o := range before {
@@ -583,6 +631,7 @@ func (tt *torture) change() {
 	tt.events[kind]++
 	tt.mu.Unlock()
 	tt.quiet(time.Duration(tt.rng.IntN(300)) * time.Millisecond) // traffic on both rings
+	tt.note("rebalance")
 	for ci, c := range tt.clients {
 		deadline := time.Now().Add(20 * time.Second)
 		for {
@@ -667,6 +716,7 @@ func (tt *torture) report() {
 	t := tt.t
 	var sent, pubErrs, expected, delivered, lost, excusedFault, excusedChange, lateButExcused, dups, failures int
 	var lostSamples []string
+	var firstLost time.Time
 	for _, p := range tt.pubs {
 		pubErrs += p.errs
 		sent += len(p.sent)
@@ -683,6 +733,9 @@ func (tt *torture) report() {
 				case why == "":
 					expected++
 					lost++
+					if firstLost.IsZero() || m.start.Before(firstLost) {
+						firstLost = m.start
+					}
 					if len(lostSamples) < 10 {
 						lostSamples = append(lostSamples, fmt.Sprintf("%s missed %s #%d of publisher %d (client %d), published %s..%s",
 							s.name, m.ch, m.seq, m.pub, p.client, m.start.Format("15:04:05.000000"), m.end.Format("15:04:05.000000")))
@@ -716,6 +769,14 @@ func (tt *torture) report() {
 		tt.events, sent, pubErrs, expected, delivered, lost, excusedFault, excusedChange, lateButExcused, dups, failures)
 	for _, s := range lostSamples {
 		t.Log("lost: ", s)
+	}
+	if !firstLost.IsZero() {
+		t.Logf("timeline from 3s before the first lost message to 1s after (%s):", firstLost.Format("15:04:05.000000"))
+		for _, e := range tt.timeline {
+			if e.at.After(firstLost.Add(-3*time.Second)) && e.at.Before(firstLost.Add(time.Second)) {
+				t.Logf("  %s %s", e.at.Format("15:04:05.000000"), e.what)
+			}
+		}
 	}
 	for _, s := range strange {
 		t.Log(s)
