@@ -737,8 +737,19 @@ func (tt *torture) report() {
 						firstLost = m.start
 					}
 					if len(lostSamples) < 10 {
-						lostSamples = append(lostSamples, fmt.Sprintf("%s missed %s #%d of publisher %d (client %d), published %s..%s",
-							s.name, m.ch, m.seq, m.pub, p.client, m.start.Format("15:04:05.000000"), m.end.Format("15:04:05.000000")))
+						prev, next := m.msgID, m.msgID
+						prev.seq--
+						next.seq++
+						var others []string
+						for _, o := range tt.subs {
+							if o != s && o.subscribed(m) {
+								others = append(others, fmt.Sprintf("%s %d", o.name, o.got[m.msgID]))
+							}
+						}
+						lostSamples = append(lostSamples, fmt.Sprintf("%s missed %s #%d of publisher %d (client %d), published %s..%s; "+
+							"it got #%d %d times, #%d %d times; the other subscribers got it: %v",
+							s.name, m.ch, m.seq, m.pub, p.client, m.start.Format("15:04:05.000000"), m.end.Format("15:04:05.000000"),
+							prev.seq, s.got[prev], next.seq, s.got[next], others))
 					}
 				case n > 0:
 					lateButExcused++
