@@ -31,7 +31,8 @@ import (
 // subscription confirmed before it was published (and not ended before it
 // was done): it must arrive once, unless it was published while its
 // channel's shard was down or frozen (from the fault until every
-// subscriber hears that shard again, counted apart), or, across a change,
+// subscriber hears that shard again, counted apart; also apart, those
+// acknowledged less than faultMargin before the fault), or, across a change,
 // by a client already on the new ring before the subscriber's SetShards
 // had returned (counted apart; in a fleet nothing is excused across a
 // change: a process acknowledges a phase only once subscribed on its
@@ -81,6 +82,14 @@ func TestPubSubTorture(t *testing.T) {
 }
 
 const (
+	// faultMargin: a PUBLISH acknowledged this shortly before a fault may
+	// not have reached every subscriber: the server answers the publisher
+	// and writes the subscribers' copies one client after another, and a
+	// SIGSTOP or SIGKILL can fall in between (seen in soaks: a message
+	// acknowledged 0.4ms before a freeze reached two subscribers and not
+	// the third). Such messages are counted apart.
+	faultMargin = 50 * time.Millisecond
+
 	tortureServers     = 4
 	tortureClients     = 3
 	torturePublishers  = 2 // per client
@@ -681,12 +690,18 @@ func (tt *torture) close() {
 }
 
 // excused says why a message need not have reached sub: "fault" (its
-// channel's server was down or frozen while it was published), "change"
+// channel's server was down or frozen while it was published), "margin"
+// (acknowledged less than faultMargin before such a fault), "change"
 // (published on the new ring before sub's client had switched), or "".
 func (tt *torture) excused(m sentMsg, pubClient int, sub *tortureSub) string {
 	for _, w := range tt.windows {
 		if w.owned[m.ch] && m.end.After(w.from) && m.start.Before(w.to) {
 			return "fault"
+		}
+	}
+	for _, w := range tt.windows {
+		if w.owned[m.ch] && m.end.After(w.from.Add(-faultMargin)) && m.start.Before(w.to) {
+			return "margin"
 		}
 	}
 	for _, c := range tt.changes {
@@ -714,7 +729,7 @@ func (sub *tortureSub) subscribed(m sentMsg) bool {
 
 func (tt *torture) report() {
 	t := tt.t
-	var sent, pubErrs, expected, delivered, lost, excusedFault, excusedChange, lateButExcused, dups, failures int
+	var sent, pubErrs, expected, delivered, lost, excusedFault, excusedMargin, excusedChange, lateButExcused, dups, failures int
 	var lostSamples []string
 	var firstLost time.Time
 	for _, p := range tt.pubs {
@@ -755,6 +770,8 @@ func (tt *torture) report() {
 					lateButExcused++
 				case why == "fault":
 					excusedFault++
+				case why == "margin":
+					excusedMargin++
 				default:
 					excusedChange++
 				}
@@ -775,9 +792,10 @@ func (tt *torture) report() {
 		strange = append(strange, s.strange...)
 	}
 	t.Logf("events: %v; messages published: %d (PUBLISH failed: %d); deliveries expected: %d, delivered: %d, lost: %d; "+
-		"not delivered while the channel's shard was down or frozen: %d; not delivered across a change before the subscriber's SetShards returned: %d; "+
+		"not delivered while the channel's shard was down or frozen: %d; acknowledged less than %v before that and not delivered: %d; "+
+		"not delivered across a change before the subscriber's SetShards returned: %d; "+
 		"delivered although excused: %d; duplicates: %d; shard failures reported by Receive: %d",
-		tt.events, sent, pubErrs, expected, delivered, lost, excusedFault, excusedChange, lateButExcused, dups, failures)
+		tt.events, sent, pubErrs, expected, delivered, lost, excusedFault, faultMargin, excusedMargin, excusedChange, lateButExcused, dups, failures)
 	for _, s := range lostSamples {
 		t.Log("lost: ", s)
 	}
