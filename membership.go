@@ -170,7 +170,20 @@ func changeID(old, next *topology) string {
 // An invalid list is rejected with the same errors as NewClient (see
 // Options.Validate) and the current ring stays. Every client of a fleet
 // should be given the same list before Rebalance runs.
+//
+// SetShards returns once the client's PubSubs are subscribed on the new
+// owners of their channels (a shard that is down, or has not confirmed
+// within 2s, is reported on their Receive instead): a message published
+// on the new ring after it returns reaches them.
 func (c *Client) SetShards(ctx context.Context, shards []Shard) error {
+	if err := c.setShards(shards); err != nil {
+		return err
+	}
+	c.followPubSub(ctx)
+	return nil
+}
+
+func (c *Client) setShards(shards []Shard) error {
 	if c.fleet != nil {
 		return fmt.Errorf("%w: apply the change to the registry (redshard apply)", ErrFleetManaged)
 	}

@@ -31,9 +31,10 @@ import (
 // returns its *redis.Subscription) once that shard has confirmed it, so a
 // message published after the confirmation is delivered. Messages of every
 // shard arrive on the one PubSub. Subscriptions follow membership changes:
-// after SetShards a channel whose owner changed is subscribed on its new
-// owner (and, until the change is released, also on the old one, where
-// processes still on the previous ring publish). While a shard is down,
+// SetShards returns (a fleet's process acknowledges a phase) once a
+// channel whose owner changed is subscribed on its new owner (and, until
+// the change is released, also on the old one, where processes still on
+// the previous ring publish). While a shard is down,
 // Receive reports an error for it once, and its subscriptions are made
 // when it is back. A shard that stops answering without closing the
 // connection (a frozen server, a partition) is found by a probe: a
@@ -131,8 +132,36 @@ func (c *Client) followRing() {
 		}
 		h.mu.Unlock()
 		for _, m := range all {
-			m.reroute(top)
+			m.reroute()
 		}
+	}
+}
+
+// followPubSub places every open PubSub's subscriptions on the current
+// ring now, rather than at the hub's next poll, and waits until each shard
+// that gained subscriptions has confirmed them, or has failed (its
+// PubSub's Receive said so), or ctx ends, or subscribeWait passes; a shard
+// still unconfirmed then is reported on the Receive of the PubSubs
+// concerned. SetShards and a fleet's phase call it before returning (or
+// acknowledging), so that a message published on the new ring after they
+// have reaches the subscribers.
+func (c *Client) followPubSub(ctx context.Context) {
+	h := &c.pubsub
+	h.mu.Lock()
+	all := make([]*mux, 0, len(h.muxes))
+	for m := range h.muxes {
+		all = append(all, m)
+	}
+	h.mu.Unlock()
+	if len(all) == 0 {
+		return
+	}
+	for _, m := range all {
+		m.reroute()
+	}
+	deadline := time.Now().Add(subscribeWait)
+	for _, m := range all {
+		m.awaitMoved(ctx, deadline)
 	}
 }
 
@@ -150,7 +179,7 @@ func (c *Client) newMux() (net.Conn, error) {
 	// A ring stored between newMux's read and the registration above was
 	// rerouted without this mux: place it on the newest one (nothing to do
 	// when it is the same).
-	m.reroute(c.top.Load())
+	m.reroute()
 	context.AfterFunc(m.ctx, func() {
 		m.shutdown(errMuxClosed)
 		h.mu.Lock()

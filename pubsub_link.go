@@ -92,6 +92,20 @@ func (c *Client) probeTimes() (interval, timeout time.Duration) {
 	return defaultProbeInterval, defaultProbeTimeout
 }
 
+// subscriberDial marks the context of a link's go-redis calls, which is
+// the context its connections are dialed with: the command client's
+// failFast hook does not add them to the connections markDown severs. A
+// link finds a dead or frozen server by itself (its reads fail, or its
+// probe); cut by a heartbeat's verdict it would lose what is published
+// while it resubscribes, and a verdict can come late (go-redis keeps
+// failing a heartbeat client's dials for up to a second after a dial
+// error, so a shard can be marked down after its link has resubscribed on
+// the restarted server) or be wrong (a loaded machine missing a short
+// heartbeat timeout twice).
+type subscriberDial struct{}
+
+func isSubscriberDial(ctx context.Context) bool { return ctx.Value(subscriberDial{}) != nil }
+
 // readCtx is the context of a link's reads: the link's, with a deadline
 // that go-redis makes the socket's read deadline. A read that misses it
 // fails as a broken connection (go-redis's Receive allows no timeout),
@@ -111,7 +125,7 @@ func (m *mux) link(key linkKey) *link {
 		return l
 	}
 	l := &link{m: m, key: key, wake: make(chan struct{}, 1), rename: m.name != ""}
-	l.ctx, l.cancel = context.WithCancel(m.ctx)
+	l.ctx, l.cancel = context.WithCancel(context.WithValue(m.ctx, subscriberDial{}, true))
 	l.heard.Store(time.Now().UnixNano())
 	for k := range l.want {
 		l.want[k] = map[string]bool{}

@@ -72,6 +72,12 @@ type mux struct {
 	links   map[linkKey]*link
 	top     *topology // the ring the subscriptions are placed on
 
+	// moved holds the links that gained subscriptions when the ring
+	// changed (reroute), each with the sync token whose answer confirms
+	// them there, until that answer (synced) or the link's end: what
+	// SetShards and a fleet's phase wait for (awaitMoved).
+	moved map[*link]uint64
+
 	// resp3: the shards speak RESP3 (go-redis's default), so PING in
 	// subscribed mode answers as a plain go-redis client on RESP3 sees it.
 	resp3 bool
@@ -125,7 +131,7 @@ type muxReply struct {
 }
 
 func newMux(c *Client) *mux {
-	m := &mux{c: c, ready: make(chan struct{}, 1), links: map[linkKey]*link{}, top: c.top.Load(),
+	m := &mux{c: c, ready: make(chan struct{}, 1), links: map[linkKey]*link{}, moved: map[*link]uint64{}, top: c.top.Load(),
 		resp3: c.cfg.opt.shardOptions(Shard{}).Protocol != 2}
 	m.ctx, m.cancel = context.WithCancel(c.flights.ctx)
 	for k := range m.subs {
@@ -210,7 +216,8 @@ func (m *mux) Read(p []byte) (int, error) {
 var unsubscribeName = []byte("unsubscribe") // also in punsubscribe, sunsubscribe
 
 // subscribeWait bounds how long Write waits for the shards to confirm the
-// subscriptions it asked for.
+// subscriptions it asked for, and SetShards (or a fleet's phase) for the
+// shards that gained subscriptions to confirm them.
 const subscribeWait = 2 * time.Second
 
 // Write takes the front's commands and answers them. A write that asks
@@ -249,16 +256,62 @@ func (m *mux) awaitSubscribed(subs []*subscription) {
 // waitUntil polls done, under m.mu, until it holds, the mux closes, or
 // subscribeWait passes.
 func (m *mux) waitUntil(done func() bool) {
-	deadline := time.Now().Add(subscribeWait)
+	m.waitUntilCtx(context.Background(), time.Now().Add(subscribeWait), done)
+}
+
+// waitUntilCtx polls done, under m.mu, until it holds, the mux closes,
+// ctx ends or deadline passes; it reports whether done held (or the mux
+// closed).
+func (m *mux) waitUntilCtx(ctx context.Context, deadline time.Time, done func() bool) bool {
 	for {
 		m.mu.Lock()
 		ok := m.closed || done()
 		m.mu.Unlock()
-		if ok || !time.Now().Before(deadline) {
-			return
+		if ok {
+			return true
+		}
+		if ctx.Err() != nil || !time.Now().Before(deadline) {
+			return false
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// awaitMoved waits until every link that gained subscriptions in a
+// reroute has confirmed them, or is failing (its shard's failure was
+// reported on the front: messages published there meanwhile are lost),
+// or ctx ends, or deadline passes. Links still unconfirmed then are
+// reported on the front, which may lose what is published on their shards
+// until they confirm.
+func (m *mux) awaitMoved(ctx context.Context, deadline time.Time) {
+	if m.waitUntilCtx(ctx, deadline, m.movedDone) {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || m.movedDone() {
+		return
+	}
+	var names []string
+	for l := range m.moved {
+		names = append(names, l.shardName())
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	m.replyError(fmt.Sprintf("ERR redshard: the ring changed and shard %s has not confirmed the subscriptions it takes over yet; messages published there before it does may be lost",
+		strings.Join(names, ", ")))
+	m.flush()
+}
+
+// movedDone drops from m.moved the links that need no more waiting for,
+// and reports whether none is left. Caller holds m.mu.
+func (m *mux) movedDone() bool {
+	for l, tok := range m.moved {
+		if l.acked >= tok || l.failing || l.ctx.Err() != nil {
+			delete(m.moved, l)
+		}
+	}
+	return len(m.moved) == 0
 }
 
 // drain waits until every link's shard has answered a sync sent now, so
@@ -554,6 +607,7 @@ func (m *mux) dropTarget(st *subscription, l *link) {
 	delete(l.want[st.kind], st.name)
 	if l.empty() {
 		delete(m.links, l.key)
+		delete(m.moved, l)
 		l.cancel() // its connection, and what it was subscribed to, go with it
 		return
 	}
@@ -696,11 +750,15 @@ func (m *mux) deliver(l *link, msg *redis.Message) {
 	}
 }
 
-// reroute places every subscription on top: links of shards that now
-// carry it subscribe, links that no longer do unsubscribe.
-func (m *mux) reroute(top *topology) {
+// reroute places every subscription on the client's current ring: links
+// of shards that now carry it subscribe, links that no longer do
+// unsubscribe. The ring is read under m.mu, so that of two reroutes
+// racing (the hub's poll, SetShards, a new mux) the last one places the
+// subscriptions on the newest ring, never back on an older one.
+func (m *mux) reroute() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	top := m.c.top.Load()
 	if m.closed || top == m.top {
 		return
 	}
@@ -711,6 +769,7 @@ func (m *mux) reroute(top *topology) {
 			for _, key := range want {
 				if l := m.link(key); !st.targets[l] {
 					m.addTarget(st, l, len(st.waiting) > 0)
+					m.moved[l] = l.sent + 1 // the next token issued follows the subscription
 				}
 			}
 			for l := range st.targets {
@@ -733,6 +792,9 @@ func (m *mux) synced(l *link, tok uint64) {
 	}
 	l.failing = false
 	l.acked = max(l.acked, tok)
+	if t, ok := m.moved[l]; ok && t <= tok {
+		delete(m.moved, l)
+	}
 	for kind := range l.want {
 		for name := range l.want[kind] {
 			st := m.subs[kind][name]

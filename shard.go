@@ -86,7 +86,7 @@ func (c *Client) newBackend(s Shard) *backend {
 	return b
 }
 
-// markDown marks the backend down (named as in the current ring) and severs its command connections, so
+// markDown marks the backend down (named as in the current ring) and severs its command connections (not its Pub/Sub links'), so
 // that commands already waiting on a frozen or dead server fail at once
 // (failFast turns their errors into ErrShardDown) instead of after
 // ReadTimeout × retries, and refuses new connections until it is up again.
@@ -114,6 +114,9 @@ func (f failFast) DialHook(next redis.DialHook) redis.DialHook {
 		conn, err := next(ctx, network, addr)
 		if err != nil {
 			return nil, err
+		}
+		if isSubscriberDial(ctx) { // a Pub/Sub link probes its own connection: markDown leaves it
+			return conn, nil
 		}
 		return f.b.conns.track(conn, f.b.peekClock), nil
 	}
