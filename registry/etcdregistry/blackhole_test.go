@@ -42,40 +42,23 @@ func TestEtcdBlackholed(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Blackhole(true)
-	for _, c := range []struct {
-		what string
-		call func(context.Context) error
-	}{
-		{"Get", func(ctx context.Context) error { _, err := r.Get(ctx); return err }},
-		{"Publish", func(ctx context.Context) error { return r.Publish(ctx, first, registrytest.Next(t, first, 1)) }},
-		{"Heartbeat", func(ctx context.Context) error { return r.Heartbeat(ctx, registry.Member{ID: "m"}) }},
-		{"Heartbeat of a new member", func(ctx context.Context) error { return r.Heartbeat(ctx, registry.Member{ID: "n"}) }},
-		{"Members", func(ctx context.Context) error { _, err := r.Members(ctx); return err }},
-		{"Leave", func(ctx context.Context) error { return r.Leave(ctx, "m") }},
-		{"Lock", func(ctx context.Context) error { _, err := r.Lock(ctx, "other", time.Minute); return err }},
-		{"Unlock", func(ctx context.Context) error { return held.Unlock(ctx) }},
-		{"Watch", func(ctx context.Context) error {
-			ch, err := r.Watch(ctx)
-			if err == nil {
-				for range ch { // a watch started: it ends with ctx
-				}
-				return errors.New("Watch started with its registry blackholed")
-			}
-			return err
-		}},
-	} {
+	calls := registrytest.Calls(t, r, first, held)
+	calls = append(calls, registrytest.Call{What: "Heartbeat of a new member", Call: func(ctx context.Context) error {
+		return r.Heartbeat(ctx, registry.Member{ID: "n"})
+	}})
+	for _, c := range calls {
 		cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		done := make(chan error, 1)
-		go func() { done <- c.call(cctx) }()
+		go func() { done <- c.Call(cctx) }()
 		select {
 		case err := <-done:
 			if err == nil || !errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "deadline") {
-				t.Errorf("%s with the registry blackholed: %v, want a deadline error", c.what, err)
+				t.Errorf("%s with the registry blackholed: %v, want a deadline error", c.What, err)
 			}
 		case <-time.After(5 * time.Second):
 			_ = p.Close()
 			<-done
-			t.Fatalf("%s with the registry blackholed and a 500ms deadline: still running after 5s", c.what)
+			t.Fatalf("%s with the registry blackholed and a 500ms deadline: still running after 5s", c.What)
 		}
 		cancel()
 	}

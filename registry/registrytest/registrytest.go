@@ -611,3 +611,33 @@ func testClose(t *testing.T, ns Namespace) {
 		}
 	}
 }
+
+// Call is one Registry method, called with a context, for tests that call
+// every method under a fault (a blackholed registry, say).
+type Call struct {
+	What string
+	Call func(context.Context) error
+}
+
+// Calls returns a call of every method of r: first is the config r holds,
+// held a driver lock taken on it. Watch counts as failed when it starts.
+func Calls(t *testing.T, r registry.Registry, first registry.Config, held registry.DriverLock) []Call {
+	return []Call{
+		{"Get", func(ctx context.Context) error { _, err := r.Get(ctx); return err }},
+		{"Publish", func(ctx context.Context) error { return r.Publish(ctx, first, Next(t, first, 1)) }},
+		{"Heartbeat", func(ctx context.Context) error { return r.Heartbeat(ctx, registry.Member{ID: "m"}) }},
+		{"Members", func(ctx context.Context) error { _, err := r.Members(ctx); return err }},
+		{"Leave", func(ctx context.Context) error { return r.Leave(ctx, "m") }},
+		{"Lock", func(ctx context.Context) error { _, err := r.Lock(ctx, "other", time.Minute); return err }},
+		{"Unlock", func(ctx context.Context) error { return held.Unlock(ctx) }},
+		{"Watch", func(ctx context.Context) error {
+			ch, err := r.Watch(ctx)
+			if err == nil {
+				for range ch { // a watch started: it ends with ctx
+				}
+				return errors.New("Watch started with its registry blackholed")
+			}
+			return err
+		}},
+	}
+}
