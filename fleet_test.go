@@ -269,19 +269,26 @@ func TestFleetPrepareHoldsMovingKeys(t *testing.T) {
 	}
 }
 
+// stuckPrepare publishes the fleet's first config, on one shard, then the
+// Prepare of a change to two that no driver advances; it returns a key that
+// change moves and one it does not.
+func (f *fleet) stuckPrepare(t *testing.T, ctx context.Context) (moving, staying string) {
+	t.Helper()
+	f.apply(t, ctx, f.doc(1))
+	moving, staying = keyMoving(t, f, 1)
+	cur, _ := f.reg.Get(ctx)
+	if err := f.reg.Publish(ctx, cur, cur.Begin(f.doc(2), "stuck", "test")); err != nil {
+		t.Fatal(err)
+	}
+	return moving, staying
+}
+
 // TestFleetHeldCommandEnds: a command held in Prepare ends with the
 // client's Close (redis.ErrClosed), and with a clear error once the hold
 // outlasts its bound when the change never reaches Migrate.
 func TestFleetHeldCommandEnds(t *testing.T) {
-	f := newFleet(t, 2)
-	ctx := context.Background()
-	f.apply(t, ctx, f.doc(1))
-	moving, _ := keyMoving(t, f, 1)
-	cur, _ := f.reg.Get(ctx)
-	prep := cur.Begin(f.doc(2), "stuck", "test")
-	if err := f.reg.Publish(ctx, cur, prep); err != nil {
-		t.Fatal(err)
-	}
+	f, ctx := newFleet(t, 2), context.Background()
+	moving, _ := f.stuckPrepare(t, ctx)
 	c, err := redshard.NewClient(&redshard.Options{Registry: f.open(t), Health: &redshard.HealthOptions{Disable: true}})
 	if err != nil {
 		t.Fatal(err)
@@ -309,14 +316,8 @@ func TestFleetHeldCommandEnds(t *testing.T) {
 // ErrHandoffInProgress before that deadline, naming it, and one without
 // fails once FleetOptions.HoldTimeout has passed, naming that.
 func TestFleetHeldCommandBounds(t *testing.T) {
-	f := newFleet(t, 2)
-	ctx := context.Background()
-	f.apply(t, ctx, f.doc(1))
-	moving, staying := keyMoving(t, f, 1)
-	cur, _ := f.reg.Get(ctx)
-	if err := f.reg.Publish(ctx, cur, cur.Begin(f.doc(2), "stuck", "test")); err != nil {
-		t.Fatal(err)
-	}
+	f, ctx := newFleet(t, 2), context.Background()
+	moving, staying := f.stuckPrepare(t, ctx)
 	open := func(hold time.Duration) *redshard.Client {
 		c, err := redshard.NewClient(&redshard.Options{Registry: f.open(t),
 			Fleet:  &redshard.FleetOptions{MemberID: fmt.Sprintf("held-%v", hold), HoldTimeout: hold},
