@@ -527,6 +527,13 @@ func (f *follower) apply(cfg registry.Config) {
 		next.fence = &fence{f: f, known: cfg.Version(), vnodes: fc.vnodes, reason: fc.reason, cache: fc.cache}
 	}
 	next.admit = old.admit // a regime's admission opens once the previous regime has drained, whatever the ring
+	if next.flight != old.flight {
+		// The commands of the replaced ring belong to the regime they were
+		// checked under: a change of regime from now on must wait for them
+		// too before it admits connections (a command checked before a
+		// pause, sent after the process caught up, is refused a new one).
+		next.flight.prev.Store(old.flight)
+	}
 	c.top.Store(next.seal())
 	if old.hold != nil {
 		close(old.hold.released)
@@ -536,6 +543,7 @@ func (f *follower) apply(cfg registry.Config) {
 	c.followPubSub(f.ctx) // subscribed on every ring of the phase before acknowledging it
 	if next.flight != old.flight {
 		waitIdle(f.ctx, old.flight)
+		next.flight.prev.CompareAndSwap(old.flight, nil) // drained: the chain stays short
 	}
 	f.applied = cfg
 	f.acked.Store(&acked{cfg.Version(), cfg.ID()})

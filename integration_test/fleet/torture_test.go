@@ -286,14 +286,14 @@ func (r *tortureRun) misplaced(weights map[int]float64) int {
 				continue
 			}
 			rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
-			e, err := rdb.Exists(context.Background(), key).Result()
+			v, err := rdb.Get(context.Background(), key).Result()
 			_ = rdb.Close()
 			if err != nil && !errors.Is(err, redis.Nil) {
-				r.t.Fatalf("EXISTS %s on s%d: %v", key, i, err)
+				r.t.Fatalf("GET %s on s%d: %v", key, i, err)
 			}
-			if e != 0 {
+			if err == nil {
 				n++
-				r.t.Errorf("key %s is on s%d, its owner is %s", key, i, owner)
+				r.t.Errorf("key %s is on s%d with %q, its owner is %s", key, i, v, owner)
 			}
 		}
 	}
