@@ -238,6 +238,9 @@ func (c *Client) flushRefused(top *topology, info command.Info, pipelined bool) 
 	}
 	name := displayName(info.Name)
 	switch {
+	case c.fleet != nil && top.handoff == nil && top.hold == nil:
+		return fmt.Errorf("%w: %s while this process is fenced (%s): a change it has not seen may be moving keys; run it once it has caught up",
+			ErrFenced, name, top.fence.reason)
 	case c.fleet != nil:
 		return fmt.Errorf("%w: %s while the fleet changes membership: another process's move could bring flushed keys back; run it once the change is over",
 			ErrHandoffInProgress, name)
