@@ -9,9 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redshard/redshard/internal/blackhole"
 	"github.com/redshard/redshard/internal/redistest"
 	"github.com/redshard/redshard/registry"
-	"github.com/redshard/redshard/registry/internal/blackhole"
 	"github.com/redshard/redshard/registry/registrytest"
 )
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redshard/redshard/internal/blackhole"
 	"github.com/redshard/redshard/internal/redistest"
 )
 
@@ -69,16 +70,16 @@ type tortureRun struct {
 	*fleet
 	rng     *rand.Rand
 	kind    string
-	regSrv  *redistest.Server // kind redis
-	etcd    *etcdServer       // kind etcd
-	proxies map[string]*proxy // each worker's path to the registry
+	regSrv  *redistest.Server           // kind redis
+	etcd    *etcdServer                 // kind etcd
+	proxies map[string]*blackhole.Proxy // each worker's path to the registry
 	faults  map[string]int
 	applies int
 }
 
 func torture(t *testing.T, kind string, seed uint64, dur time.Duration) {
 	t.Logf("REDSHARD_TORTURE_SEED=%d", seed)
-	r := &tortureRun{rng: rand.New(rand.NewPCG(seed, 7)), kind: kind, proxies: map[string]*proxy{}, faults: map[string]int{}}
+	r := &tortureRun{rng: rand.New(rand.NewPCG(seed, 7)), kind: kind, proxies: map[string]*blackhole.Proxy{}, faults: map[string]int{}}
 	f := &fleet{t: t, bin: fleetproc(t), dir: t.TempDir(), seed: seed, keys: 512}
 	for range 4 {
 		f.servers = append(f.servers, redistest.Start(t, redistest.Args("--appendonly", "yes", "--appendfsync", "always")))
@@ -99,7 +100,11 @@ func torture(t *testing.T, kind string, seed uint64, dur time.Duration) {
 	r.fleet.apply("seed", r.doc(weights))
 	for i := range 3 {
 		id := fmt.Sprintf("p%d", i)
-		px := startProxy(t, regAddr)
+		px, err := blackhole.Listen(regAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = px.Close() })
 		r.proxies[id] = px
 		f.worker(id, "--registry", kind+"://"+px.Addr()+path)
 	}
@@ -192,9 +197,9 @@ func (r *tortureRun) change(weights map[int]float64, fault string) {
 	case "blackhole":
 		p := r.workers[r.rng.IntN(len(r.workers))]
 		px := r.proxies[p.id]
-		px.hole(true)
+		px.Hold(true) // a partition that heals: what was sent arrives after it
 		time.Sleep(3*time.Second + time.Duration(r.rng.IntN(2000))*time.Millisecond)
-		px.hole(false)
+		px.Hold(false)
 	case "forget":
 		switch r.kind {
 		case "redis":

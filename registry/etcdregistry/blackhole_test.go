@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redshard/redshard/internal/blackhole"
 	"github.com/redshard/redshard/registry"
 	"github.com/redshard/redshard/registry/etcdregistry"
-	"github.com/redshard/redshard/registry/internal/blackhole"
 	"github.com/redshard/redshard/registry/registrytest"
 )
 

@@ -77,3 +77,31 @@ func TestBlackhole(t *testing.T) {
 		t.Fatalf("after the blackhole: %q, %v (b was dropped, not delayed)", got, err)
 	}
 }
+
+// TestHold: what is sent during a held outage arrives, in order, after it.
+func TestHold(t *testing.T) {
+	p, err := Listen(echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	p.Hold(true)
+	if _, err := c.Write([]byte("b\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if got, err := r.ReadString('\n'); err == nil {
+		t.Fatalf("held, yet read %q", got)
+	}
+	p.Hold(false)
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if got, err := r.ReadString('\n'); err != nil || got != "b\n" {
+		t.Fatalf("after the outage: %q, %v, want the held line", got, err)
+	}
+}

@@ -1,13 +1,14 @@
 // Package blackhole is a TCP proxy for tests that can stop carrying bytes
 // without closing anything, as a network that drops packets does: the
-// client's writes are accepted (into buffers) and its reads wait for ever,
-// so only the client's own deadlines end them. It is nobody's public API.
+// client's writes are accepted (into buffers) and its reads wait, so only
+// the client's own deadlines end them. Blackhole drops what was sent during
+// the outage; Hold delivers it in order once the outage ends, as TCP's
+// retransmissions would. It is nobody's public API.
 package blackhole
 
 import (
 	"net"
 	"sync"
-	"sync/atomic"
 )
 
 // Proxy forwards every connection made to Addr to a target address. It is
@@ -15,12 +16,13 @@ import (
 type Proxy struct {
 	ln     net.Listener
 	target string
-	holed  atomic.Bool
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex // guards conns, closed
+	mu     sync.Mutex // guards conns, closed, hole
 	conns  map[net.Conn]struct{}
 	closed bool
+	hole   chan struct{} // closed when the outage ends; nil: none
+	drop   bool          // the outage drops bytes (Blackhole) rather than holds them (Hold)
 }
 
 // Listen starts a proxy on 127.0.0.1 (a free port) to target.
@@ -42,10 +44,44 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 // on every connection, existing and new. While it is on, bytes read from
 // either side are dropped; new connections are accepted and connect to
 // the target, but nothing passes.
-func (p *Proxy) Blackhole(on bool) { p.holed.Store(on) }
+func (p *Proxy) Blackhole(on bool) { p.outage(on, true) }
+
+// Hold is Blackhole that keeps what it reads and delivers it, in order,
+// once it is off again (or at Close): a partition that heals, after which
+// the streams on either side are still well formed.
+func (p *Proxy) Hold(on bool) { p.outage(on, false) }
+
+func (p *Proxy) outage(on, drop bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case on && p.hole == nil:
+		p.hole, p.drop = make(chan struct{}), drop
+	case !on && p.hole != nil:
+		close(p.hole)
+		p.hole = nil
+	}
+}
+
+// pass reports whether bytes just read are to be forwarded, waiting while
+// an outage holds them.
+func (p *Proxy) pass() bool {
+	p.mu.Lock()
+	hole, drop := p.hole, p.drop
+	p.mu.Unlock()
+	switch {
+	case hole == nil:
+		return true
+	case drop:
+		return false
+	}
+	<-hole
+	return true
+}
 
 // Close closes the listener and every connection, and waits.
 func (p *Proxy) Close() error {
+	p.Hold(false) // held pipes go on, to find their connections closed
 	p.mu.Lock()
 	p.closed = true
 	for c := range p.conns {
@@ -108,14 +144,14 @@ func (p *Proxy) accept() {
 	}
 }
 
-// pipe copies from src to dst, dropping what it reads while the proxy is
-// blackholed. When either side ends, both are closed.
+// pipe copies from src to dst, dropping or holding what it reads during an
+// outage. When either side ends, both are closed.
 func (p *Proxy) pipe(dst, src net.Conn) {
 	defer func() { _ = dst.Close(); _ = src.Close() }()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		if n > 0 && !p.holed.Load() {
+		if n > 0 && p.pass() {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
