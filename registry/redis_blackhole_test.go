@@ -63,23 +63,7 @@ func TestRedisBlackholed(t *testing.T) {
 				t.Fatal(err)
 			}
 			p.Blackhole(true)
-			calls := registrytest.Calls(t, r, first, held)
-			for _, c := range calls {
-				cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-				done := make(chan error, 1)
-				go func() { done <- c.Call(cctx) }()
-				select {
-				case err := <-done:
-					if err == nil || !isTimeout(err) {
-						t.Errorf("%s with the registry blackholed: %v, want a deadline or timeout error", c.What, err)
-					}
-				case <-time.After(tc.bound):
-					_ = p.Close() // cut every connection: the call ends
-					<-done
-					t.Fatalf("%s with the registry blackholed and a 500ms deadline: still running after %v", c.What, tc.bound)
-				}
-				cancel()
-			}
+			registrytest.CallEach(t, registrytest.Calls(t, r, first, held), tc.bound, isTimeout, func() { _ = p.Close() })
 			p.Blackhole(false)
 		})
 	}

@@ -46,20 +46,7 @@ func TestEtcdBlackholed(t *testing.T) {
 	calls = append(calls, registrytest.Call{What: "Heartbeat of a new member", Call: func(ctx context.Context) error {
 		return r.Heartbeat(ctx, registry.Member{ID: "n"})
 	}})
-	for _, c := range calls {
-		cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		done := make(chan error, 1)
-		go func() { done <- c.Call(cctx) }()
-		select {
-		case err := <-done:
-			if err == nil || !errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "deadline") {
-				t.Errorf("%s with the registry blackholed: %v, want a deadline error", c.What, err)
-			}
-		case <-time.After(5 * time.Second):
-			_ = p.Close()
-			<-done
-			t.Fatalf("%s with the registry blackholed and a 500ms deadline: still running after 5s", c.What)
-		}
-		cancel()
-	}
+	registrytest.CallEach(t, calls, 5*time.Second, func(err error) bool {
+		return errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "deadline")
+	}, func() { _ = p.Close() })
 }

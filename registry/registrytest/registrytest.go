@@ -641,3 +641,27 @@ func Calls(t *testing.T, r registry.Registry, first registry.Config, held regist
 		}},
 	}
 }
+
+// CallEach runs every call with a 500ms deadline, each while the registry
+// cannot answer: a call must return within bound, with an error ok accepts.
+// A call still running after bound is a failure; cut (closing the
+// connections) then ends it.
+func CallEach(t *testing.T, calls []Call, bound time.Duration, ok func(error) bool, cut func()) {
+	t.Helper()
+	for _, c := range calls {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		done := make(chan error, 1)
+		go func() { done <- c.Call(ctx) }()
+		select {
+		case err := <-done:
+			if err == nil || !ok(err) {
+				t.Errorf("%s with the registry unreachable: %v, want a deadline or timeout error", c.What, err)
+			}
+		case <-time.After(bound):
+			cut()
+			<-done
+			t.Fatalf("%s with the registry unreachable and a 500ms deadline: still running after %v", c.What, bound)
+		}
+		cancel()
+	}
+}
