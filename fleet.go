@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/redshard/redshard/internal/lease"
 	"github.com/redshard/redshard/registry"
@@ -727,6 +728,10 @@ type fence struct {
 type beaconCache struct {
 	mu sync.Mutex
 	m  map[string]*beacon // guarded by mu
+	// reads shares one GET of a server's beacon among the commands that
+	// need it; learn never waits for it, since the GET may be dialling the
+	// very connection whose admission calls learn.
+	reads singleflight.Group
 }
 
 // beacon is one server's entry of a beaconCache.
@@ -736,11 +741,6 @@ type beacon struct {
 	checked time.Time  // when the last successful read started
 	cfg     registry.Config
 	rings   []ringIDs // cfg's documents (Doc, and PrevDoc in flight)
-	// reading is closed when the GET in flight ends; nil when none is.
-	// Commands wait for it rather than read again (one reader at a
-	// time); learn never waits for it, since the GET may be dialling the
-	// very connection whose admission calls learn.
-	reading chan struct{}
 }
 
 // beaconView is what a command is checked against: one reading of a beacon.
@@ -844,44 +844,33 @@ func (fc *fence) check(ctx context.Context, top *topology, key string) error {
 // still be running.
 func (fc *fence) beacon(ctx context.Context, s *shard) (beaconView, error) {
 	b := fc.cache.entry(s.id)
-	for {
-		b.mu.Lock()
-		if b.read && time.Since(b.checked) < beaconFresh {
-			v := beaconView{b.cfg, b.rings}
-			b.mu.Unlock()
-			return v, nil
-		}
-		wait := b.reading
-		if wait == nil {
-			break
-		}
-		b.mu.Unlock()
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return beaconView{}, ctx.Err()
-		}
-	}
-	done := make(chan struct{})
-	b.reading = done
-	b.mu.Unlock()
-
-	start := time.Now()
-	data, err := s.client.Get(ctx, beaconKey).Bytes()
-
 	b.mu.Lock()
-	b.reading = nil
-	close(done)
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if b.read && time.Since(b.checked) < beaconFresh {
+		v := beaconView{b.cfg, b.rings}
 		b.mu.Unlock()
+		return v, nil
+	}
+	b.mu.Unlock()
+	// One read at a time per server, shared by the commands that need it
+	// (Client.flights: detached from any one caller's cancellation).
+	v, _, err := fc.f.c.flights.do(ctx, &fc.cache.reads, s.id, handoffTimeout, func(rctx context.Context) (any, error) {
+		start := time.Now()
+		data, err := s.client.Get(rctx, beaconKey).Bytes()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return beaconView{}, err
+		}
+		b.mu.Lock()
+		v, changed, err := b.set(start, data, fc.vnodes)
+		b.mu.Unlock()
+		if changed {
+			fc.f.refence()
+		}
+		return v, err
+	})
+	if err != nil {
 		return beaconView{}, err
 	}
-	v, changed, err := b.set(start, data, fc.vnodes)
-	b.mu.Unlock()
-	if changed {
-		fc.f.refence()
-	}
-	return v, err
+	return v.(beaconView), nil
 }
 
 // FleetStatus is what a client following a registry reports of itself.
