@@ -345,7 +345,7 @@ func (f *follower) heartbeats() {
 		case <-f.kick:
 		}
 		sent := lease.Now()
-		if !f.heartbeat() {
+		if !f.heartbeat() || f.late(sent) {
 			continue
 		}
 		if f.lease.FreshAt(sent) && !f.isFenced() {
@@ -365,11 +365,19 @@ func (f *follower) heartbeats() {
 			continue
 		}
 		sent = lease.Now()
-		if f.heartbeat() && f.stillCurrent() {
+		if f.heartbeat() && !f.late(sent) && f.stillCurrent() {
 			f.unfence(sent)
 		}
 	}
 }
+
+// late reports whether a heartbeat sent at sent returned more than a
+// quarter lease later. Such a heartbeat renews nothing, as if it had
+// failed: the argument for the lease (docs/membership.md, "Fencing at the
+// data") needs every counted heartbeat to have reached the registry within
+// a quarter lease of its send, and this holds it on the process's own
+// clock whether or not the registry's client honours deadlines.
+func (f *follower) late(sent int64) bool { return lease.Now()-sent > int64(f.ttl/4) }
 
 // stillCurrent reads the registry's config again after the heartbeat that
 // would end a fence, and reports whether it is still the one the client
