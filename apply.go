@@ -28,7 +28,8 @@ type ApplyOptions struct {
 	Driver string
 	// Client holds the options of the driver's own client, which follows
 	// the registry like every process, writes the beacons and runs
-	// Rebalance: ShardOptions, NewShardClient, VnodesPerWeight, Health.
+	// Rebalance: ShardOptions, NewShardClient, VnodesPerWeight, RingRecipe,
+	// Health.
 	// Shards, Registry and Fleet are set by Apply. Default nil.
 	Client *Options
 	// Rebalance configures the data migration of the Migrate phase.
@@ -111,7 +112,7 @@ func Apply(ctx context.Context, reg registry.Registry, doc json.RawMessage, opt 
 	if opt.Client != nil {
 		base = *opt.Client
 	}
-	if _, _, err := parseRingDoc(doc, base.VnodesPerWeight); err != nil {
+	if _, _, err := parseRingDoc(doc, base.ringConfig()); err != nil {
 		return rep, err
 	}
 	if opt.Driver == "" {
@@ -338,7 +339,7 @@ func (d *driver) writeBeacons(ctx context.Context, cfg registry.Config) (time.Ti
 		if len(doc) == 0 {
 			continue
 		}
-		s, _, err := parseRingDoc(doc, d.base.VnodesPerWeight)
+		s, _, err := parseRingDoc(doc, d.base.ringConfig())
 		if err != nil {
 			return time.Time{}, err
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard/registry"
+	"github.com/redshard/redshard/ring"
 )
 
 // severRetry is how often the driver tries again to sever the connections
@@ -35,7 +36,7 @@ func (d *driver) sever(ctx context.Context, prev, next registry.Config) error {
 	if prev.Version() == (registry.Version{}) {
 		return nil // nothing was published: nobody follows yet
 	}
-	shards, err := configServers(d.base.VnodesPerWeight, prev, next)
+	shards, err := configServers(d.base.ringConfig(), prev, next)
 	if err != nil {
 		return err
 	}
@@ -129,14 +130,14 @@ func severOn(ctx context.Context, cl *redis.Client, keep map[string]bool) (int, 
 
 // configServers lists, once each by identity, the servers of the configs'
 // documents.
-func configServers(vnodes int, cfgs ...registry.Config) ([]Shard, error) {
+func configServers(rc ring.Config, cfgs ...registry.Config) ([]Shard, error) {
 	var shards []Shard
 	for _, cfg := range cfgs {
 		for _, doc := range []json.RawMessage{cfg.Doc, cfg.PrevDoc} {
 			if len(doc) == 0 {
 				continue
 			}
-			s, _, err := parseRingDoc(doc, vnodes)
+			s, _, err := parseRingDoc(doc, rc)
 			if err != nil {
 				return nil, err
 			}

@@ -36,6 +36,7 @@ import (
 //	    {"name": "cache-b", "addr": "10.0.0.2:6379", "weight": 2}
 //	  ],
 //	  "vnodes_per_weight": 0,                        // Options.VnodesPerWeight
+//	  "ring_recipe": 0,                              // Options.RingRecipe: 0 or 1 (Recipe1), 2 (Recipe2)
 //	  "username": "app",                             // ACL user of every shard
 //	  "password_env": "REDIS_PASSWORD",              // name of the variable holding the password
 //	  "db": 0,
@@ -84,6 +85,7 @@ func LoadConfig(path string) (*Options, error) {
 type fileConfig struct {
 	Shards          []fileShard  `json:"shards"`
 	VnodesPerWeight int          `json:"vnodes_per_weight"`
+	RingRecipe      int          `json:"ring_recipe"`
 	Username        string       `json:"username"`
 	PasswordEnv     string       `json:"password_env"`
 	DB              int          `json:"db"`
@@ -158,7 +160,7 @@ func parseConfig(data []byte) (*Options, error) {
 		return nil, fmt.Errorf("unexpected data after the JSON object at %s", position(data, dec.InputOffset()))
 	}
 
-	opt := &Options{VnodesPerWeight: fc.VnodesPerWeight}
+	opt := &Options{VnodesPerWeight: fc.VnodesPerWeight, RingRecipe: fc.RingRecipe}
 	if fc.Shards == nil {
 		return nil, fmt.Errorf("shards: %w (the field is required)", ErrNoShards)
 	}

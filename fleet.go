@@ -144,9 +144,9 @@ type ringIDs struct {
 func (ri ringIDs) owner(key string) string { return ri.ids[ri.r.LookupIndex(key)] }
 
 // parseRingDoc reads a registry document (LoadConfig's JSON): its shards
-// and ring. Only "shards" and "vnodes_per_weight" are used; vnodes is the
-// client's value when the document has none.
-func parseRingDoc(doc []byte, vnodes int) ([]Shard, ringIDs, error) {
+// and ring. Only "shards", "vnodes_per_weight" and "ring_recipe" are used;
+// def holds the client's values for those the document leaves out.
+func parseRingDoc(doc []byte, def ring.Config) ([]Shard, ringIDs, error) {
 	var fc fileConfig
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.DisallowUnknownFields()
@@ -157,10 +157,14 @@ func parseRingDoc(doc []byte, vnodes int) ([]Shard, ringIDs, error) {
 	for i, s := range fc.Shards {
 		shards[i] = s.shard()
 	}
+	rc := def
 	if fc.VnodesPerWeight != 0 {
-		vnodes = fc.VnodesPerWeight
+		rc.VnodesPerWeight = fc.VnodesPerWeight
 	}
-	valid, r, err := resolveShards(shards, vnodes)
+	if fc.RingRecipe != 0 {
+		rc.Recipe = fc.RingRecipe
+	}
+	valid, r, err := resolveShards(shards, rc)
 	if err != nil {
 		return nil, ringIDs{}, fmt.Errorf("redshard: registry config: %w", err)
 	}
@@ -533,7 +537,7 @@ func (f *follower) apply(cfg registry.Config) {
 	}
 	next.fence = nil
 	if fc := old.fence; fc != nil {
-		next.fence = &fence{f: f, known: cfg.Version(), vnodes: fc.vnodes, reason: fc.reason, cache: fc.cache}
+		next.fence = &fence{f: f, known: cfg.Version(), rc: fc.rc, reason: fc.reason, cache: fc.cache}
 	}
 	next.admit = old.admit // a regime's admission opens once the previous regime has drained, whatever the ring
 	if next.flight != old.flight {
@@ -592,15 +596,15 @@ func waitIdle(ctx context.Context, fl *inflight) {
 // a finished change's settled sets, retire removed servers). Caller holds
 // c.mu.
 func (c *Client) buildFleet(old *topology, prev, cfg registry.Config, holdTimeout time.Duration) (*topology, func(), error) {
-	vnodes := c.cfg.opt.VnodesPerWeight
-	s1, r1, err := parseRingDoc(cfg.Doc, vnodes)
+	rc := c.cfg.opt.ringConfig()
+	s1, r1, err := parseRingDoc(cfg.Doc, rc)
 	if err != nil {
 		return nil, nil, err
 	}
 	var s0 []Shard
 	var r0 ringIDs
 	if cfg.InFlight() {
-		if s0, r0, err = parseRingDoc(cfg.PrevDoc, vnodes); err != nil {
+		if s0, r0, err = parseRingDoc(cfg.PrevDoc, rc); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -726,7 +730,7 @@ func (c *Client) dropSettled(ctx context.Context, h *handoff, shards []*shard) {
 type fence struct {
 	f      *follower
 	known  registry.Version // the version the topology follows
-	vnodes int
+	rc     ring.Config      // the client's ring defaults, for the beacons' documents
 	reason string
 	cache  *beaconCache // shared by the fences of one fenced stretch
 }
@@ -774,17 +778,17 @@ func (bc *beaconCache) entry(id string) *beacon {
 // learn records data (a beacon's value; nil: none) as read from server id
 // by a read that started at start, and reports whether it differs from
 // what was read before.
-func (bc *beaconCache) learn(id string, start time.Time, data []byte, vnodes int) (changed bool, err error) {
+func (bc *beaconCache) learn(id string, start time.Time, data []byte, rc ring.Config) (changed bool, err error) {
 	b := bc.entry(id)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	_, changed, err = b.set(start, data, vnodes)
+	_, changed, err = b.set(start, data, rc)
 	return changed, err
 }
 
 // set parses data into b, read at start. A reading that started before
 // the one b holds is older than it and is ignored. Caller holds b.mu.
-func (b *beacon) set(start time.Time, data []byte, vnodes int) (beaconView, bool, error) {
+func (b *beacon) set(start time.Time, data []byte, rc ring.Config) (beaconView, bool, error) {
 	if b.read && start.Before(b.checked) {
 		return beaconView{b.cfg, b.rings}, false, nil
 	}
@@ -801,7 +805,7 @@ func (b *beacon) set(start time.Time, data []byte, vnodes int) (beaconView, bool
 			if len(doc) == 0 {
 				continue
 			}
-			_, r, err := parseRingDoc(doc, vnodes)
+			_, r, err := parseRingDoc(doc, rc)
 			if err != nil {
 				return beaconView{}, false, fmt.Errorf("beacon: %w", err)
 			}
@@ -868,7 +872,7 @@ func (fc *fence) beacon(ctx context.Context, s *shard) (beaconView, error) {
 			return beaconView{}, err
 		}
 		b.mu.Lock()
-		v, changed, err := b.set(start, data, fc.vnodes)
+		v, changed, err := b.set(start, data, fc.rc)
 		b.mu.Unlock()
 		if changed {
 			fc.f.refence()

@@ -141,7 +141,7 @@ func (c *Client) admit(ctx context.Context, cn *redis.Conn, id string) error {
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return err
 	}
-	changed, err := fc.cache.learn(id, start, data, fc.vnodes)
+	changed, err := fc.cache.learn(id, start, data, fc.rc)
 	if err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ func (f *follower) fenceFor(reason string) {
 			reason = fmt.Sprintf("no heartbeat of this process has reached the registry since %s (lease %v)",
 				since.UTC().Format(time.RFC3339Nano), f.ttl)
 		}
-		t.fence = &fence{f: f, known: known, vnodes: f.c.cfg.opt.VnodesPerWeight, cache: &beaconCache{}, reason: reason}
+		t.fence = &fence{f: f, known: known, rc: f.c.cfg.opt.ringConfig(), cache: &beaconCache{}, reason: reason}
 		return true
 	})
 }

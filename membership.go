@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/redshard/redshard/internal/command"
+	"github.com/redshard/redshard/ring"
 )
 
 // retireGrace is how long a removed shard's client stays open for commands
@@ -137,6 +138,11 @@ func changeID(old, next *topology) string {
 	d := xxhash.New()
 	for _, t := range []*topology{old, next} {
 		_, _ = d.WriteString(strconv.Itoa(t.ring.VnodesPerWeight()))
+		if rc := t.ring.Recipe(); rc != ring.Recipe1 {
+			// Only other recipes add to the text, so that the changes of
+			// Recipe1 rings keep the IDs they had before recipes existed.
+			_, _ = d.WriteString("/recipe" + strconv.Itoa(rc))
+		}
 		for _, s := range t.shards {
 			_, _ = d.WriteString("|" + s.Name + "=" + s.identity() + "@" + strconv.FormatFloat(s.Weight, 'g', -1, 64))
 		}
@@ -187,7 +193,7 @@ func (c *Client) setShards(shards []Shard) error {
 	if c.fleet != nil {
 		return fmt.Errorf("%w: apply the change to the registry (redshard apply)", ErrFleetManaged)
 	}
-	valid, r, err := resolveShards(shards, c.cfg.opt.VnodesPerWeight)
+	valid, r, err := resolveShards(shards, c.cfg.opt.ringConfig())
 	if err != nil {
 		return err
 	}
