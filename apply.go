@@ -28,8 +28,8 @@ type ApplyOptions struct {
 	Driver string
 	// Client holds the options of the driver's own client, which follows
 	// the registry like every process, writes the beacons and runs
-	// Rebalance: ShardOptions, NewShardClient, VnodesPerWeight, RingRecipe,
-	// Health.
+	// Rebalance: ShardOptions, NewShardClient, VnodesPerWeight, Health.
+	// RingRecipe is ignored: each document names its own.
 	// Shards, Registry and Fleet are set by Apply. Default nil.
 	Client *Options
 	// Rebalance configures the data migration of the Migrate phase.
@@ -257,7 +257,7 @@ func (d *driver) publish(ctx context.Context, prev, next registry.Config) error 
 // newClient makes the driver's own client, a member of the fleet.
 func (d *driver) newClient() (*Client, error) {
 	o := d.base
-	o.Shards, o.Registry = nil, d.reg
+	o.Shards, o.Registry, o.RingRecipe = nil, d.reg, 0 // the documents name the recipe
 	o.Fleet = &FleetOptions{MemberID: d.opt.Driver + "/apply"}
 	o.HotKeys, o.Load = nil, nil
 	c, err := NewClient(&o)

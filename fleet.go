@@ -144,8 +144,9 @@ type ringIDs struct {
 func (ri ringIDs) owner(key string) string { return ri.ids[ri.r.LookupIndex(key)] }
 
 // parseRingDoc reads a registry document (LoadConfig's JSON): its shards
-// and ring. Only "shards", "vnodes_per_weight" and "ring_recipe" are used;
-// def holds the client's values for those the document leaves out.
+// and ring. Only "shards", "vnodes_per_weight" and "ring_recipe" are used:
+// def.VnodesPerWeight is the client's value for a document that names
+// none; the recipe is the document's alone (none: Recipe1).
 func parseRingDoc(doc []byte, def ring.Config) ([]Shard, ringIDs, error) {
 	var fc fileConfig
 	dec := json.NewDecoder(bytes.NewReader(doc))
@@ -161,9 +162,7 @@ func parseRingDoc(doc []byte, def ring.Config) ([]Shard, ringIDs, error) {
 	if fc.VnodesPerWeight != 0 {
 		rc.VnodesPerWeight = fc.VnodesPerWeight
 	}
-	if fc.RingRecipe != 0 {
-		rc.Recipe = fc.RingRecipe
-	}
+	rc.Recipe = fc.RingRecipe
 	valid, r, err := resolveShards(shards, rc)
 	if err != nil {
 		return nil, ringIDs{}, fmt.Errorf("redshard: registry config: %w", err)

@@ -45,9 +45,10 @@ type Options struct {
 	// about 7x faster). Default 0: Recipe1, the placement every ring had
 	// before Recipe2 existed. Every client of a fleet must use the same
 	// recipe; changing it moves most keys (docs/operations.md, "The
-	// ring's placement recipe"). With Registry, the registry's document
-	// names the recipe ("ring_recipe") and this is only the default for a
-	// document that names none.
+	// ring's placement recipe"). With Registry it must be 0: the
+	// registry's document names the fleet's recipe ("ring_recipe"; none
+	// means Recipe1), so that no process's own setting can place keys
+	// where the rest of the fleet does not look.
 	RingRecipe int
 
 	// NewShardClient, if set, builds every go-redis client redshard opens
@@ -340,8 +341,8 @@ func (o *Options) resolve() (*config, error) {
 		if o.VnodesPerWeight < 0 {
 			return nil, invalid(ErrInvalidVnodes, "VnodesPerWeight", "%d is negative", o.VnodesPerWeight)
 		}
-		if err := checkRecipe(o.RingRecipe); err != nil {
-			return nil, err
+		if o.RingRecipe != 0 {
+			return nil, invalid(ErrInvalidOptions, "RingRecipe", "set with Registry: the registry's document names the fleet's recipe (\"ring_recipe\"), leave RingRecipe 0")
 		}
 	} else if cfg.shards, cfg.ring, err = resolveShards(o.Shards, o.ringConfig()); err != nil {
 		return nil, err

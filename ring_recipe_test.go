@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/registry"
 	"github.com/redshard/redshard/ring"
 )
 
@@ -47,6 +50,14 @@ func TestRingRecipeOption(t *testing.T) {
 		if !errors.Is(err, redshard.ErrInvalidOptions) || !strings.Contains(err.Error(), "RingRecipe") {
 			t.Errorf("RingRecipe %d: %v, want ErrInvalidOptions naming RingRecipe", bad, err)
 		}
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	reg := registry.NewRedis(rdb, "redshard:registry:recipe")
+	defer reg.Close()
+	err := (&redshard.Options{Registry: reg, RingRecipe: ring.Recipe2}).Validate()
+	if !errors.Is(err, redshard.ErrInvalidOptions) || !strings.Contains(err.Error(), "ring_recipe") {
+		t.Errorf("RingRecipe with Registry: %v, want ErrInvalidOptions pointing to the document's ring_recipe", err)
 	}
 	dir := t.TempDir()
 	for _, tc := range []struct {
