@@ -32,9 +32,11 @@ on stderr shows the phase being acknowledged, how many processes are on
 which phase, which are late, and for how long apply has waited; then the
 progress bar of the data migration.
 
-Only the ring of FILE is published (its shards and vnodes_per_weight); its
-connection settings (password_env, tls, timeouts, ...) are used by apply's
-own connections to the shards. On an empty registry apply publishes FILE as
+Only the ring of FILE is published (its shards, vnodes_per_weight and
+ring_recipe); its connection settings (password_env, tls, timeouts, ...)
+are used by apply's own connections to the shards. A new placement
+(vnodes_per_weight or ring_recipe) moves most keys: apply takes it only
+with the same shards, as a change of its own. On an empty registry apply publishes FILE as
 the first config (epoch 1); nothing moves.
 
 Ctrl-C stops it: the change stays where it is (the fleet keeps serving on
@@ -117,7 +119,7 @@ naming it, before anything is published.`)
 			"apply publishes that config again first (nothing older may be published), then goes on from it\n\n", cur.Version(), lost.Version())
 		cur = lost
 	}
-	if done, err := writeApplyPlan(stdout, cur, doc, opt.VnodesPerWeight); err != nil || (done && !restore) {
+	if done, err := writeApplyPlan(stdout, cur, doc); err != nil || (done && !restore) {
 		return err
 	}
 	fmt.Fprintln(stdout)
@@ -170,8 +172,8 @@ func probeLock(ctx context.Context, reg registry.Registry, driver string) error 
 
 // writeApplyPlan prints what applying doc to a registry holding cur does.
 // done is set when there is nothing to do (or nothing that may be done).
-func writeApplyPlan(w io.Writer, cur registry.Config, doc json.RawMessage, vnodes int) (done bool, err error) {
-	to, _, err := decodeRingDoc(doc)
+func writeApplyPlan(w io.Writer, cur registry.Config, doc json.RawMessage) (done bool, err error) {
+	to, toP, err := decodeRingDoc(doc)
 	if err != nil {
 		return true, err
 	}
@@ -179,7 +181,7 @@ func writeApplyPlan(w io.Writer, cur registry.Config, doc json.RawMessage, vnode
 	case cur.Version() == (registry.Version{}):
 		fmt.Fprintln(w, "the registry is empty: apply publishes this config as the fleet's first (epoch 1); no key moves")
 		fmt.Fprintln(w)
-		r, err := newRing(to, vnodes)
+		r, err := newRing(to, toP)
 		if err != nil {
 			return true, err
 		}
@@ -199,18 +201,17 @@ func writeApplyPlan(w io.Writer, cur registry.Config, doc json.RawMessage, vnode
 			cur.Version(), cur.Driver, cur.Since.UTC().Format(time.RFC3339))
 		fromDoc = cur.PrevDoc
 	}
-	from, fromVnodes, err := decodeRingDoc(fromDoc)
+	from, fromP, err := decodeRingDoc(fromDoc)
 	if err != nil {
 		return true, err
 	}
-	if effectiveVnodes(fromVnodes) != effectiveVnodes(vnodes) {
-		return true, fmt.Errorf("vnodes_per_weight %s differs from the fleet's %s: changing it moves almost every key and is not a membership change",
-			describeVnodes(vnodes), describeVnodes(fromVnodes))
+	if err := checkPlacementChange(fromP, toP, from, to); err != nil {
+		return true, err
 	}
 	if !cur.InFlight() {
 		fmt.Fprintf(w, "from the registry's %s to the next epoch, %d:\n\n", cur.Version(), cur.Epoch+1)
 	}
-	p, err := makePlan(from, to, vnodes)
+	p, err := makePlan(from, to, fromP, toP)
 	if err != nil {
 		return true, err
 	}

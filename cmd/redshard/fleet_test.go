@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/redshard/redshard"
 	"github.com/redshard/redshard/registry"
+	"github.com/redshard/redshard/ring"
 )
 
 func TestParseRegistryURL(t *testing.T) {
@@ -557,5 +559,68 @@ func TestRegistryUnreachable(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestApplyRecipeChange moves a fleet to Recipe2 with apply: the plan
+// says a new placement, the followers place keys by Recipe2 and keep
+// every key, status names the recipe; a recipe change together with a
+// new shard is refused before anything is published.
+func TestApplyRecipeChange(t *testing.T) {
+	f := startTestFleet(t, "a", "b", "c")
+	f.apply(t, "a", "b")
+	p1, p2 := f.follower(t, "web-1"), f.follower(t, "web-2")
+	ctx := context.Background()
+	const keys = 200
+	for i := range keys {
+		if err := p1.Set(ctx, fmt.Sprintf("user:%d", i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recipeConfig := func(names ...string) string {
+		var m map[string]any
+		b, err := os.ReadFile(f.config(t, names...))
+		if err != nil || json.Unmarshal(b, &m) != nil {
+			t.Fatal(err)
+		}
+		m["ring_recipe"] = 2
+		b, _ = json.Marshal(m)
+		return writeFile(t, "recipe2-"+strings.Join(names, "")+".json", string(b))
+	}
+	code, out, errOut := runCmd(t, "apply", "--registry", f.url, "--config", recipeConfig("a", "b", "c"), "--yes")
+	if code != exitFail || !strings.Contains(errOut, "the placement changes") {
+		t.Errorf("recipe and shards at once: exit %d, stderr %q; want it refused", code, errOut)
+	}
+	if cfg, err := f.open(t).Get(ctx); err != nil || cfg.Epoch != 1 {
+		t.Fatalf("after the refused apply: %s, %v", cfg.Version(), err)
+	}
+	code, out, errOut = runCmd(t, "apply", "--registry", f.url, "--config", recipeConfig("a", "b"), "--yes", "--driver", "op")
+	if code != exitOK {
+		t.Fatalf("apply Recipe2: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if want := "placement Recipe2: a new placement, which moves most keys"; !strings.Contains(out, want) {
+		t.Errorf("apply's plan has no %q:\n%s", want, out)
+	}
+	r, err := ring.New([]ring.Node{{Name: "a", Weight: 1}, {Name: "b", Weight: 1}}, &ring.Config{Recipe: ring.Recipe2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*redshard.Client{p1, p2} {
+		if p.Ring().Recipe() != ring.Recipe2 {
+			t.Errorf("a follower's ring has recipe %d", p.Ring().Recipe())
+		}
+	}
+	for i := range keys {
+		k := fmt.Sprintf("user:%d", i)
+		if got, err := p2.Get(ctx, k).Int(); err != nil || got != i {
+			t.Errorf("GET %s after the recipe change: %d, %v", k, got, err)
+		}
+		if !f.mini[r.Lookup(k)].Exists(k) {
+			t.Errorf("%s is not on %s, its Recipe2 owner", k, r.Lookup(k))
+		}
+	}
+	code, out, errOut = runCmd(t, "status", "--registry", f.url)
+	if want := "ring:     2 shards, 1024 (the default) points per unit of weight, placement Recipe2"; code != exitOK || !strings.Contains(out, want) {
+		t.Errorf("status: exit %d, stderr %q, output:\n%s\nwant %q", code, errOut, out, want)
 	}
 }

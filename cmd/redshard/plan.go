@@ -58,17 +58,18 @@ func planChange(src *source, changes []change, toConfig string, adjust func(*red
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	p, err := makePlan(opt.Shards, to, opt.VnodesPerWeight)
+	p, err := makePlan(opt.Shards, to.Shards, placementOf(opt), placementOf(to))
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return opt, to, p, nil
+	return opt, to.Shards, p, nil
 }
 
 // newShardList applies the --add/--remove/--weight changes to the current
-// list, or reads the new list from toConfig. The new list must use the
-// same VnodesPerWeight.
-func newShardList(cur *redshard.Options, changes []change, toConfig string) ([]redshard.Shard, error) {
+// list, or reads the new list and its placement from toConfig. A new
+// placement (vnodes_per_weight, ring_recipe) comes with the same shards:
+// see checkPlacementChange.
+func newShardList(cur *redshard.Options, changes []change, toConfig string) (*redshard.Options, error) {
 	switch {
 	case toConfig != "" && len(changes) > 0:
 		return nil, usagef("give --to-config or --add/--remove/--weight, not both")
@@ -77,11 +78,10 @@ func newShardList(cur *redshard.Options, changes []change, toConfig string) ([]r
 		if err != nil {
 			return nil, err
 		}
-		if a, b := effectiveVnodes(to.VnodesPerWeight), effectiveVnodes(cur.VnodesPerWeight); a != b {
-			return nil, fmt.Errorf("--to-config %s: vnodes_per_weight %s differs from the current %s: changing it moves almost every key and is not a membership change",
-				toConfig, describeVnodes(to.VnodesPerWeight), describeVnodes(cur.VnodesPerWeight))
+		if err := checkPlacementChange(placementOf(cur), placementOf(to), cur.Shards, to.Shards); err != nil {
+			return nil, fmt.Errorf("--to-config %s: %w", toConfig, err)
 		}
-		return to.Shards, nil
+		return to, nil
 	case len(changes) == 0:
 		return nil, usagef("no change: give --add, --remove, --weight or --to-config")
 	}
@@ -94,45 +94,30 @@ func newShardList(cur *redshard.Options, changes []change, toConfig string) ([]r
 	if err := next.Validate(); err != nil {
 		return nil, usageError{err}
 	}
-	return to, nil
-}
-
-// effectiveVnodes is the VnodesPerWeight a ring built with v uses.
-func effectiveVnodes(v int) int {
-	if v == 0 {
-		return ring.DefaultVnodesPerWeight
-	}
-	return v
-}
-
-// describeVnodes prints a VnodesPerWeight setting as the value in effect.
-func describeVnodes(v int) string {
-	if v == 0 {
-		return fmt.Sprintf("%d (the default)", ring.DefaultVnodesPerWeight)
-	}
-	return fmt.Sprint(v)
+	return &next, nil
 }
 
 // plan is the effect of changing a shard list.
 type plan struct {
 	from, to []redshard.Shard // sorted by name
-	vnodes   int              // in effect
+	fromP    placement        // the placement of from, in effect
+	toP      placement        // the placement of to, in effect
 	moved    float64          // fraction of the key space whose owner changes
 	minimum  float64          // the least any placement following the weights must move
 	matrix   map[[2]string]float64
 	modN     float64 // fraction that hash mod N would move
 }
 
-func makePlan(from, to []redshard.Shard, vnodes int) (*plan, error) {
-	oldRing, err := newRing(from, vnodes)
+func makePlan(from, to []redshard.Shard, fromP, toP placement) (*plan, error) {
+	oldRing, err := newRing(from, fromP)
 	if err != nil {
 		return nil, fmt.Errorf("current shards: %w", err)
 	}
-	newRing, err := newRing(to, vnodes)
+	newRing, err := newRing(to, toP)
 	if err != nil {
 		return nil, fmt.Errorf("new shards: %w", err)
 	}
-	p := &plan{from: sortedShards(from), to: sortedShards(to), vnodes: oldRing.VnodesPerWeight()}
+	p := &plan{from: sortedShards(from), to: sortedShards(to), fromP: fromP.effective(), toP: toP.effective()}
 	moves := ring.Diff(oldRing, newRing)
 	for _, m := range moves {
 		p.moved += m.Fraction
@@ -211,7 +196,11 @@ func (p *plan) write(w io.Writer) {
 	}
 	fmt.Fprintf(w, "current: %d shards, total weight %g\n", len(p.from), weight(p.from))
 	fmt.Fprintf(w, "new:     %d shards, total weight %g\n", len(p.to), weight(p.to))
-	fmt.Fprintf(w, "ring:    %d points per unit of weight\n\n", p.vnodes)
+	if p.fromP == p.toP {
+		fmt.Fprintf(w, "ring:    %s\n\n", p.fromP)
+	} else {
+		fmt.Fprintf(w, "ring:    %s, to %s: a new placement, which moves most keys\n\n", p.fromP, p.toP)
+	}
 
 	t := &table{align: "llrrl"}
 	t.add("shard", "addr", "weight", "ideal share", "change")

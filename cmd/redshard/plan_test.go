@@ -91,12 +91,12 @@ func TestPlan(t *testing.T) {
 func TestPlanMovesMatchKeys(t *testing.T) {
 	from := []redshard.Shard{{Name: "a", Addr: "h:1", Weight: 1}, {Name: "b", Addr: "h:2", Weight: 2}, {Name: "c", Addr: "h:3", Weight: 1}}
 	to := []redshard.Shard{{Name: "a", Addr: "h:1", Weight: 1}, {Name: "b", Addr: "h:2", Weight: 2}, {Name: "c", Addr: "h:3", Weight: 1}, {Name: "d", Addr: "h:4", Weight: 1}}
-	p, err := makePlan(from, to, 0)
+	p, err := makePlan(from, to, placement{}, placement{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldRing, _ := newRing(from, 0)
-	newRing, _ := newRing(to, 0)
+	oldRing, _ := newRing(from, placement{})
+	newRing, _ := newRing(to, placement{})
 	const n = 200000
 	moved, modN := 0, 0
 	for i := range n {
@@ -127,16 +127,74 @@ func TestPlanToConfigVnodes(t *testing.T) {
 	cur := writeFile(t, "cur.json", strings.Replace(fleetConfig, `]}`, `], "vnodes_per_weight": 16}`, 1))
 	same := writeFile(t, "same.json", fleetConfig)
 	explicit := writeFile(t, "explicit.json", strings.Replace(fleetConfig, `]}`, fmt.Sprintf(`], "vnodes_per_weight": %d}`, ring.DefaultVnodesPerWeight), 1))
+	grown := writeFile(t, "grown.json", strings.Replace(fleetConfig, `]}`, `, {"name": "cache-d", "addr": "10.0.0.4:6379"}]}`, 1))
 
-	// The file without vnodes_per_weight uses the default, 8192: say so,
-	// not "0".
-	code, _, errOut := runCmd(t, "plan", "--config", cur, "--to-config", same)
-	want := fmt.Sprintf("vnodes_per_weight %d (the default) differs from the current 16", ring.DefaultVnodesPerWeight)
-	if code != exitFail || !strings.Contains(errOut, want) {
-		t.Errorf("exit %d, stderr %q; want exit 1 and %q", code, errOut, want)
+	// A new vnodes_per_weight with the same shards is a change of
+	// placement: planned, and the file without it uses the default, 8192:
+	// say so, not "0".
+	code, out, errOut := runCmd(t, "plan", "--config", cur, "--to-config", same)
+	want := fmt.Sprintf("ring:    16 points per unit of weight, to %d points per unit of weight: a new placement", ring.DefaultVnodesPerWeight)
+	if code != exitOK || !strings.Contains(out, want) {
+		t.Errorf("exit %d, stderr %q, output:\n%s\nwant the plan with %q", code, errOut, out, want)
+	}
+	// With other shards as well it is refused: two changes in one.
+	code, _, errOut = runCmd(t, "plan", "--config", cur, "--to-config", grown)
+	if want := "the placement changes (16 points per unit of weight, to 8192"; code != exitFail || !strings.Contains(errOut, want) {
+		t.Errorf("new placement and new shards: exit %d, stderr %q; want exit 1 and %q", code, errOut, want)
 	}
 	// The default spelt out is the same ring as the default left out.
-	if code, _, errOut := runCmd(t, "plan", "--config", same, "--to-config", explicit); code != exitOK {
-		t.Errorf("explicit default: exit %d, stderr %q; want the plan", code, errOut)
+	code, out, errOut = runCmd(t, "plan", "--config", same, "--to-config", explicit)
+	if code != exitOK || !strings.Contains(out, "ring:    8192 points per unit of weight\n") {
+		t.Errorf("explicit default: exit %d, stderr %q, output:\n%s\nwant the plan of an unchanged placement", code, errOut, out)
+	}
+}
+
+func TestPlanToConfigRecipe(t *testing.T) {
+	cur := writeFile(t, "cur.json", fleetConfig)
+	next := writeFile(t, "next.json", strings.Replace(fleetConfig, `]}`, `], "ring_recipe": 2}`, 1))
+	code, out, errOut := runCmd(t, "plan", "--config", cur, "--to-config", next)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	want := fmt.Sprintf("ring:    %d points per unit of weight, to %d points per unit of weight, placement Recipe2: a new placement",
+		ring.DefaultVnodesPerWeight, ring.DefaultVnodesPerWeight2)
+	if !strings.Contains(out, want) {
+		t.Errorf("output:\n%s\nwant %q", out, want)
+	}
+	// The moved fraction is ring.Diff's between the two recipes.
+	nodes := []ring.Node{{Name: "cache-a", Weight: 1}, {Name: "cache-b", Weight: 2}, {Name: "cache-c", Weight: 1}}
+	r1, _ := ring.New(nodes, nil)
+	r2, _ := ring.New(nodes, &ring.Config{Recipe: ring.Recipe2})
+	moved := 0.0
+	for _, m := range ring.Diff(r1, r2) {
+		moved += m.Fraction
+	}
+	if moved < 0.5 {
+		t.Fatalf("Recipe1 to Recipe2 moves %v of the keys; expected most", moved)
+	}
+	if w := pct(moved); !strings.Contains(out, w) {
+		t.Errorf("output:\n%s\nwant the moved fraction %s", out, w)
+	}
+	// rebalance cannot switch a client's placement: it says what can.
+	code, _, errOut = runCmd(t, "rebalance", "--config", cur, "--to-config", next)
+	if code != exitFail || !strings.Contains(errOut, "redshard apply") {
+		t.Errorf("rebalance to a new recipe: exit %d, stderr %q; want exit 1 pointing to redshard apply", code, errOut)
+	}
+	// The registry document names Recipe2, and only Recipe2.
+	for _, tc := range []struct {
+		recipe int
+		want   string
+	}{{0, ""}, {ring.Recipe1, ""}, {ring.Recipe2, `"ring_recipe":2`}} {
+		doc, err := encodeRingDoc(&redshard.Options{Shards: []redshard.Shard{{Name: "a", Addr: "h:1"}}, RingRecipe: tc.recipe})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(doc), "ring_recipe"); got != (tc.want != "") || !strings.Contains(string(doc), tc.want) {
+			t.Errorf("recipe %d: document %s", tc.recipe, doc)
+		}
+		_, p, err := decodeRingDoc(doc)
+		if err != nil || p.effective().recipe != max(tc.recipe, ring.Recipe1) {
+			t.Errorf("recipe %d: decoded %+v, %v", tc.recipe, p, err)
+		}
 	}
 }

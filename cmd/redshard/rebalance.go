@@ -62,6 +62,11 @@ docs/operations.md).`)
 	if err != nil {
 		return err
 	}
+	if p.fromP != p.toP {
+		return fmt.Errorf("--to-config %s: the placement changes (%s, to %s): rebalance switches the shard list of its own client (SetShards), "+
+			"which keeps the client's placement; a new placement is a fleet's change: redshard apply (docs/operations.md, \"The ring's placement recipe\")",
+			*toConfig, p.fromP, p.toP)
+	}
 	if sameShards(opt.Shards, to) {
 		fmt.Fprintln(stdout, "nothing to do: the new shard list is the current one (same names, addresses and weights)")
 		return nil
@@ -116,8 +121,8 @@ docs/operations.md).`)
 // sameShards reports whether a and b are the same shards in any order:
 // same names, addresses (or Sentinel masters) and effective weights. The
 // ring and the clients of such lists are the same, so there is nothing to
-// switch and nothing to move. (plan and rebalance refuse lists with
-// different VnodesPerWeight before this.)
+// switch and nothing to move. (rebalance refuses a new placement before
+// this.)
 func sameShards(a, b []redshard.Shard) bool {
 	if len(a) != len(b) {
 		return false

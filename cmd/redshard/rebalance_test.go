@@ -92,7 +92,7 @@ func (f *miniFleet) checkOwners(t *testing.T, n int, names ...string) {
 			shards = append(shards, s)
 		}
 	}
-	r, err := newRing(shards, 0)
+	r, err := newRing(shards, placement{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -205,14 +205,13 @@ func names(shards []redshard.Shard) string {
 	return strings.Join(n, ", ")
 }
 
-// newRing builds the ring a client with these shards and VnodesPerWeight
-// uses.
-func newRing(shards []redshard.Shard, vnodes int) (*ring.Ring, error) {
+// newRing builds the ring a client with these shards and placement uses.
+func newRing(shards []redshard.Shard, p placement) (*ring.Ring, error) {
 	nodes := make([]ring.Node, len(shards))
 	for i, s := range shards {
 		nodes[i] = ring.Node{Name: s.Name, Weight: s.Weight}
 	}
-	r, err := ring.New(nodes, &ring.Config{VnodesPerWeight: vnodes})
+	r, err := ring.New(nodes, p.config())
 	if errors.Is(err, ring.ErrTooManyPoints) {
 		return nil, fmt.Errorf("%w (lower the vnodes per weight or the weights)", err)
 	}

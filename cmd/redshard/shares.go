@@ -33,7 +33,7 @@ try a few values here. Every client of a fleet must use the same value.`)
 	if err := applyVnodes(opt); err != nil {
 		return err
 	}
-	r, err := newRing(opt.Shards, opt.VnodesPerWeight)
+	r, err := newRing(opt.Shards, placementOf(opt))
 	if err != nil {
 		return err
 	}

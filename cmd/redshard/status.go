@@ -65,7 +65,7 @@ func writeStatus(w io.Writer, u registryURL, cfg registry.Config, members []regi
 	case cfg.Version() == (registry.Version{}):
 		fmt.Fprintln(w, "config:   none published yet (redshard apply --config FILE publishes the first, as epoch 1)")
 	default:
-		shards, vnodes, err := decodeRingDoc(cfg.Doc)
+		shards, pl, err := decodeRingDoc(cfg.Doc)
 		if err != nil {
 			return err
 		}
@@ -80,7 +80,7 @@ func writeStatus(w io.Writer, u registryURL, cfg registry.Config, members []regi
 		if !cfg.Since.IsZero() {
 			fmt.Fprintf(w, "since:    %s (%s ago)\n", cfg.Since.UTC().Format(time.RFC3339), age(now.Sub(cfg.Since)))
 		}
-		fmt.Fprintf(w, "ring:     %d shards, %s points per unit of weight\n\n", len(shards), describeVnodes(vnodes))
+		fmt.Fprintf(w, "ring:     %d shards, %s\n\n", len(shards), pl)
 		var prev []redshard.Shard
 		if cfg.InFlight() {
 			if prev, _, err = decodeRingDoc(cfg.PrevDoc); err != nil {
