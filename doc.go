@@ -47,7 +47,7 @@
 // # Guarantees
 //
 //  1. Placement is a published function: two clients with the same shard
-//     list and VnodesPerWeight agree on every key's owner.
+//     list, VnodesPerWeight and RingRecipe agree on every key's owner.
 //  2. Minimal movement: adding or removing a shard moves only keys to or
 //     from it, about its weight's share.
 //  3. Replicas (for split copies and failover) are the next distinct

@@ -21,6 +21,10 @@ the smallest fraction any placement could move for the same change of
 weights, a from/to matrix of the moving keys, and the fraction plain
 "hash mod N" placement would move for the same change.
 
+A new placement (--to-config with another vnodes_per_weight or ring_recipe)
+re-draws the ring and moves most keys; it is planned only with the same
+shards, as a change of its own.
+
 The current list comes from --config or --shard; the change from --add,
 --remove and --weight (repeatable, applied in order) or from --to-config,
 the configuration file of the new list.`)
@@ -267,5 +271,7 @@ func (p *plan) write(w io.Writer) {
 		}
 		m.write(w)
 	}
-	fmt.Fprintf(w, "\nhash mod N (shards sorted by name, weights ignored) would move %s of the keys for the same change\n", pct(p.modN))
+	if p.fromP == p.toP { // hash mod N has no placement to change
+		fmt.Fprintf(w, "\nhash mod N (shards sorted by name, weights ignored) would move %s of the keys for the same change\n", pct(p.modN))
+	}
 }

@@ -172,6 +172,9 @@ func TestPlanToConfigRecipe(t *testing.T) {
 	if moved < 0.5 {
 		t.Fatalf("Recipe1 to Recipe2 moves %v of the keys; expected most", moved)
 	}
+	if strings.Contains(out, "hash mod N") {
+		t.Errorf("output:\n%s\nhash mod N has no placement to change: no line for it", out)
+	}
 	if w := pct(moved); !strings.Contains(out, w) {
 		t.Errorf("output:\n%s\nwant the moved fraction %s", out, w)
 	}
