@@ -146,6 +146,7 @@ type fleet struct {
 	reports []string
 	seed    uint64
 	keys    int // the key space; 0: keySpace
+	recipe  int // the ring's placement recipe in the docs and clients made from now on; 0: Recipe1
 }
 
 func (f *fleet) keySpace() int {
@@ -155,7 +156,7 @@ func (f *fleet) keySpace() int {
 	return keySpace
 }
 
-// doc is a config of the given servers (index → weight).
+// doc is a config of the given servers (index → weight), on f.recipe.
 func (f *fleet) doc(weights map[int]float64) string {
 	type shard struct {
 		Name   string  `json:"name"`
@@ -168,7 +169,11 @@ func (f *fleet) doc(weights map[int]float64) string {
 			shards = append(shards, shard{fmt.Sprintf("s%d", i), s.Addr(), w})
 		}
 	}
-	b, _ := json.Marshal(map[string]any{"shards": shards})
+	m := map[string]any{"shards": shards}
+	if f.recipe != 0 {
+		m["ring_recipe"] = f.recipe
+	}
+	b, _ := json.Marshal(m)
 	path := filepath.Join(f.dir, fmt.Sprintf("doc-%d.json", len(f.reports)+rand.IntN(1<<30)))
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		f.t.Fatal(err)
@@ -387,7 +392,7 @@ func (f *fleet) client(weights map[int]float64) *redshard.Client {
 			shards = append(shards, redshard.Shard{Name: fmt.Sprintf("s%d", i), Addr: s.Addr(), Weight: w})
 		}
 	}
-	c, err := redshard.NewClient(&redshard.Options{Shards: shards, Health: &redshard.HealthOptions{Disable: true}})
+	c, err := redshard.NewClient(&redshard.Options{Shards: shards, RingRecipe: f.recipe, Health: &redshard.HealthOptions{Disable: true}})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -75,6 +75,7 @@ type tortureRun struct {
 	proxies map[string]*blackhole.Proxy // each worker's path to the registry
 	faults  map[string]int
 	applies int
+	recipes int // changes of placement recipe among the applies
 }
 
 func torture(t *testing.T, kind string, seed uint64, dur time.Duration) {
@@ -127,14 +128,21 @@ func torture(t *testing.T, kind string, seed uint64, dur time.Duration) {
 	}
 	ops := f.history(f.finalReads(weights))
 	misplaced := r.misplaced(weights)
-	t.Logf("%s registry: %d histories, %d operations, %d changes applied; faults %v; misplaced %d",
-		kind, len(f.gone), len(ops), r.applies, r.faults, misplaced)
+	t.Logf("%s registry: %d histories, %d operations, %d changes applied (%d of the placement recipe); faults %v; misplaced %d",
+		kind, len(f.gone), len(ops), r.applies, r.recipes, r.faults, misplaced)
 	check(t, ops)
 }
 
 // nextWeights picks the next ring: a server added, removed or re-weighted,
-// with at least two servers always on it.
+// with at least two servers always on it; or, one time in five, the same
+// servers on the other placement recipe (a change that moves about half
+// of the keys between servers that stay).
 func (r *tortureRun) nextWeights(cur map[int]float64) map[int]float64 {
+	if r.rng.IntN(5) == 0 {
+		r.recipe = 3 - max(r.recipe, 1) // Recipe1 <-> Recipe2
+		r.recipes++
+		return maps(cur)
+	}
 	for {
 		next := maps(cur)
 		i := r.rng.IntN(len(r.servers))
