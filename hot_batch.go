@@ -3,6 +3,7 @@ package redshard
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -54,6 +55,19 @@ func (h *hotPath) mget(ctx context.Context, c *Client, top *topology, cmd redis.
 		}
 		misses = append(misses, i)
 	}
+	if len(misses) == 0 && len(hot) == len(keys) {
+		sc.SetVal(vals)
+		return true, nil
+	}
+	return true, h.mgetRest(ctx, c, top, sc, keys, vals, slices.Clone(hot), misses)
+}
+
+// mgetRest finishes a hot MGET whose cache lookups are done: it reads the
+// misses (positions in hot) and sends the keys that are not hot as one
+// MGET, in parallel.
+func (h *hotPath) mgetRest(ctx context.Context, c *Client, top *topology, sc *redis.SliceCmd,
+	keys []int, vals []interface{}, hot []mgetHot, misses []int) error {
+	args := sc.Args()
 	var rest *redis.SliceCmd
 	if len(hot) < len(keys) {
 		restArgs := make([]interface{}, 1, 1+len(keys)-len(hot))
@@ -93,15 +107,15 @@ func (h *hotPath) mget(ctx context.Context, c *Client, top *topology, cmd redis.
 	})
 	for i, get := range gets {
 		if err := get.Err(); err != nil && err != redis.Nil && !isWrongType(err) {
-			cmd.SetErr(err)
-			return true, err
+			sc.SetErr(err)
+			return err
 		}
 		vals[hot[misses[i]].j] = mgetValue(get)
 	}
 	if rest != nil {
 		if err := rest.Err(); err != nil {
-			cmd.SetErr(err)
-			return true, err
+			sc.SetErr(err)
+			return err
 		}
 		rv, j, next := rest.Val(), 0, 0
 		for p := range vals {
@@ -116,7 +130,7 @@ func (h *hotPath) mget(ctx context.Context, c *Client, top *topology, cmd redis.
 		}
 	}
 	sc.SetVal(vals)
-	return true, nil
+	return nil
 }
 
 // mgetHot is a hot key of an MGET: its position in the keys, its owner.
