@@ -242,17 +242,19 @@ func (h *hotPath) process(ctx context.Context, top *topology, info command.Info,
 		return err
 	}
 	key := command.Arg(args[keys[0]])
-	h.det.Observe(key)
+	// One call counts the key and says whether it is hot: for a hot key,
+	// an atomic add on its own counter, no lock.
+	hot := h.det.ObserveHot(key)
 	for _, k := range keys[1:] {
 		h.det.Observe(command.Arg(args[k]))
 	}
-	if len(keys) != 1 || !h.det.IsHot(key) {
+	if len(keys) != 1 || !hot {
 		return s.send(ctx, cmd, blocking)
 	}
 	switch h.opt.Mitigation {
 	case LocalCache:
-		if cacheable[info.Name] && replyKind(cmd) != 0 {
-			return h.cachedRead(ctx, top, s, key, cmd)
+		if kind := replyKind(cmd); kind != 0 && cacheable[info.Name] {
+			return h.cachedRead(ctx, top, s, key, subKey(kind, info.Name, args, keys[0]), cmd)
 		}
 	case SplitCopies:
 		if (cacheable[info.Name] || copyable[info.Name]) && replyKind(cmd) != 0 {

@@ -3,6 +3,7 @@ package redshard
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -24,43 +25,60 @@ func (h *hotPath) mget(ctx context.Context, c *Client, top *topology, cmd redis.
 		return false, nil
 	}
 	args := cmd.Args()
-	var hot []int // positions in keys of hot keys on shards that are up
+	// One pass finds the hot keys and their shards; each key is hashed for
+	// the ring once, and a hit costs a cache lookup, no command.
+	var buf [16]mgetHot
+	hot := buf[:0]
 	for j, k := range keys {
 		key := command.Arg(args[k])
+		if !h.det.IsHot(key) {
+			continue
+		}
 		// A hot key on a down shard is sent with the rest: the down
 		// shard's error, or its stand-in.
-		if h.det.IsHot(key) && !top.shards[top.ring.LookupIndex(key)].down.Load() {
-			hot = append(hot, j)
+		if s := top.shards[top.ring.LookupIndex(key)]; !s.down.Load() {
+			hot = append(hot, mgetHot{j: j, key: key, s: s})
 		}
 	}
 	if len(hot) == 0 {
 		return false, nil // also for the rest below: it goes its usual way
 	}
 	vals := make([]interface{}, len(keys))
-	isHot := make([]bool, len(keys))
-	var misses []*redis.StringCmd
-	var missAt []int
-	var missShard []*shard
-	for _, j := range hot {
-		key := command.Arg(args[keys[j]])
-		s := top.shards[top.ring.LookupIndex(key)]
-		isHot[j] = true
-		h.det.Observe(key)
-		get := redis.NewStringCmd(ctx, "get", key)
-		if h.hit(s.hotState(), key, subKey(replyKind(get), get.Args()), get) {
-			vals[j] = mgetValue(get)
+	var misses []int // positions in hot of the keys the cache missed
+	for i := range hot {
+		m := &hot[i]
+		h.det.ObserveHot(m.key) // found hot above: counted without a lock
+		m.hs = m.s.hotState()
+		if r, ok := h.lookup(m.hs, m.key, getSubKey); ok {
+			vals[m.j] = r.mgetValue()
 			continue
 		}
-		misses, missAt, missShard = append(misses, get), append(missAt, j), append(missShard, s)
+		misses = append(misses, i)
 	}
+	if len(misses) == 0 && len(hot) == len(keys) {
+		sc.SetVal(vals)
+		return true, nil
+	}
+	return true, h.mgetRest(ctx, c, top, sc, keys, vals, slices.Clone(hot), misses)
+}
+
+// mgetRest finishes a hot MGET whose cache lookups are done: it reads the
+// misses (positions in hot) and sends the keys that are not hot as one
+// MGET, in parallel.
+func (h *hotPath) mgetRest(ctx context.Context, c *Client, top *topology, sc *redis.SliceCmd,
+	keys []int, vals []interface{}, hot []mgetHot, misses []int) error {
+	args := sc.Args()
 	var rest *redis.SliceCmd
-	if hasCold(isHot) {
+	if len(hot) < len(keys) {
 		restArgs := make([]interface{}, 1, 1+len(keys)-len(hot))
 		restArgs[0] = args[0]
+		next := 0 // the next hot key, in keys' order
 		for j, k := range keys {
-			if !isHot[j] {
-				restArgs = append(restArgs, args[k])
+			if next < len(hot) && hot[next].j == j {
+				next++
+				continue
 			}
+			restArgs = append(restArgs, args[k])
 		}
 		rest = redis.NewSliceCmd(ctx, restArgs...)
 	}
@@ -68,9 +86,12 @@ func (h *hotPath) mget(ctx context.Context, c *Client, top *topology, cmd redis.
 	if rest != nil {
 		n++
 	}
+	gets := make([]*redis.StringCmd, len(misses))
 	parallel(n, func(i int) {
 		if i < len(misses) {
-			_ = h.cachedRead(ctx, top, missShard[i], misses[i].Args()[1].(string), misses[i])
+			m := &hot[misses[i]]
+			gets[i] = redis.NewStringCmd(ctx, "get", m.key)
+			_ = h.missedRead(ctx, top, m.s, m.hs, m.key, getSubKey, gets[i])
 			return
 		}
 		// On top, which the caller counts in flight: entering again could
@@ -84,40 +105,49 @@ func (h *hotPath) mget(ctx context.Context, c *Client, top *topology, cmd redis.
 			rest.SetErr(err)
 		}
 	})
-	for i, get := range misses {
+	for i, get := range gets {
 		if err := get.Err(); err != nil && err != redis.Nil && !isWrongType(err) {
-			cmd.SetErr(err)
-			return true, err
+			sc.SetErr(err)
+			return err
 		}
-		vals[missAt[i]] = mgetValue(get)
+		vals[hot[misses[i]].j] = mgetValue(get)
 	}
 	if rest != nil {
 		if err := rest.Err(); err != nil {
-			cmd.SetErr(err)
-			return true, err
+			sc.SetErr(err)
+			return err
 		}
-		rv, j := rest.Val(), 0
+		rv, j, next := rest.Val(), 0, 0
 		for p := range vals {
-			if !isHot[p] {
-				if j < len(rv) {
-					vals[p] = rv[j]
-				}
-				j++
+			if next < len(hot) && hot[next].j == p {
+				next++
+				continue
 			}
+			if j < len(rv) {
+				vals[p] = rv[j]
+			}
+			j++
 		}
 	}
 	sc.SetVal(vals)
-	return true, nil
+	return nil
 }
 
-// hasCold reports whether some key is not served as hot.
-func hasCold(isHot []bool) bool {
-	for _, h := range isHot {
-		if !h {
-			return true
-		}
+// mgetHot is a hot key of an MGET: its position in the keys, its owner.
+type mgetHot struct {
+	j   int
+	key string
+	s   *shard
+	hs  *hotShard
+}
+
+// mgetValue is what MGET replies for a key whose GET reply is r: the
+// string, or nil for a missing key.
+func (r *reply) mgetValue() interface{} {
+	if r.err != nil {
+		return nil
 	}
-	return false
+	return r.val // a string, which needs no copy
 }
 
 // mgetValue is what MGET replies for a key whose GET gave get: the string,

@@ -112,13 +112,20 @@ func sizeOf(v any) int64 {
 	return word
 }
 
-// subKey names a read in the cache, beside its shard and key: the reply
-// kind and every argument, length-prefixed so no two argument lists share
-// a name.
-func subKey(kind byte, args []interface{}) string {
+// subKey names a read of key args[keyPos] in the cache, beside its shard
+// and key: the reply kind, the command's name (as the table spells it) and
+// every argument after the key, length-prefixed so no two argument lists
+// share a name. A read with no argument after its key (GET k, HGETALL k,
+// ...) gets a name built once, so that a cache hit allocates nothing.
+func subKey(kind byte, name string, args []interface{}, keyPos int) string {
+	if keyPos == len(args)-1 {
+		if names, ok := plainSubKeys[name]; ok && int(kind) < len(names) {
+			return names[kind]
+		}
+	}
 	b := make([]byte, 0, 48)
-	b = append(b, kind)
-	for _, a := range args {
+	b = appendSubKey(b, kind, name)
+	for _, a := range args[keyPos+1:] {
 		s := command.Arg(a)
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
@@ -126,15 +133,43 @@ func subKey(kind byte, args []interface{}) string {
 	return string(b)
 }
 
+func appendSubKey(b []byte, kind byte, name string) []byte {
+	b = append(b, kind)
+	b = binary.AppendUvarint(b, uint64(len(name)))
+	return append(b, name...)
+}
+
+// plainSubKeys are the sub-keys of the cacheable reads with no argument
+// after the key, by command name and reply kind.
+var plainSubKeys = func() map[string][kindCmd + 1]string {
+	m := make(map[string][kindCmd + 1]string, len(cacheable))
+	for name := range cacheable {
+		var names [kindCmd + 1]string
+		for k := range names {
+			names[k] = string(appendSubKey(nil, byte(k), name))
+		}
+		m[name] = names
+	}
+	return m
+}()
+
+// getSubKey is the sub-key of GET k with a *redis.StringCmd, which hot MGET
+// keys are answered as.
+var getSubKey = plainSubKeys["get"][kindString]
+
 // cachedRead answers a supported read of a hot key on shard s from the local
 // cache, or reads it from the shard once for every caller asking at the
 // same time and caches the reply.
-func (h *hotPath) cachedRead(ctx context.Context, top *topology, s *shard, key string, cmd redis.Cmder) error {
+func (h *hotPath) cachedRead(ctx context.Context, top *topology, s *shard, key, sub string, cmd redis.Cmder) error {
 	hs := s.hotState()
-	sub := subKey(replyKind(cmd), cmd.Args())
 	if h.hit(hs, key, sub, cmd) {
 		return cmd.Err()
 	}
+	return h.missedRead(ctx, top, s, hs, key, sub, cmd)
+}
+
+// missedRead is cachedRead after the cache missed.
+func (h *hotPath) missedRead(ctx context.Context, top *topology, s *shard, hs *hotShard, key, sub string, cmd redis.Cmder) error {
 	h.stats.misses.Add(1)
 	// The flight's name carries every generation that a write or a lost
 	// tracking connection bumps, so a read that starts after one never
@@ -166,12 +201,22 @@ func (h *hotPath) cachedRead(ctx context.Context, top *topology, s *shard, key s
 // hit answers cmd, a read of key named sub (see subKey), from the local
 // cache if it holds the reply, and reports whether it did.
 func (h *hotPath) hit(hs *hotShard, key, sub string, cmd redis.Cmder) bool {
-	v, ok := h.cache.Get(hs.id, key, sub)
+	r, ok := h.lookup(hs, key, sub)
 	if ok {
-		h.stats.hits.Add(1)
-		_ = v.(*reply).apply(cmd)
+		_ = r.apply(cmd)
 	}
 	return ok
+}
+
+// lookup returns the cached reply of the read of key named sub, and counts
+// a hit.
+func (h *hotPath) lookup(hs *hotShard, key, sub string) (*reply, bool) {
+	v, ok := h.cache.Get(hs.id, key, sub)
+	if !ok {
+		return nil, false
+	}
+	h.stats.hits.Add(1)
+	return v.(*reply), true
 }
 
 // fetch reads a hot key's reply from its shard for a flight and caches it

@@ -35,9 +35,9 @@ type hotPipe struct {
 
 // pipeMiss is a read of key on shard s to answer by cachedRead.
 type pipeMiss struct {
-	s   *shard
-	key string
-	cmd redis.Cmder
+	s        *shard
+	key, sub string
+	cmd      redis.Cmder
 }
 
 // pipeline returns the hot-key layer's part in a pipeline routed on top,
@@ -71,7 +71,11 @@ func (p *hotPipe) answer(info command.Info, cmd redis.Cmder, keys []int, lookupE
 		return false
 	}
 	if p.anyKey || len(keys) != 1 || (info.Class != command.Keyed && info.Class != command.Split) ||
-		!cacheable[info.Name] || replyKind(cmd) == 0 {
+		!cacheable[info.Name] {
+		return false
+	}
+	kind := replyKind(cmd)
+	if kind == 0 {
 		return false
 	}
 	key := command.Arg(args[keys[0]])
@@ -82,11 +86,12 @@ func (p *hotPipe) answer(info command.Info, cmd redis.Cmder, keys []int, lookupE
 	if s.down.Load() {
 		return false // the down shard's error, or its stand-in, as for a single read
 	}
-	p.h.det.Observe(key) // routing counts only the commands it routes
-	if p.h.hit(s.hotState(), key, subKey(replyKind(cmd), args), cmd) {
+	p.h.det.ObserveHot(key) // routing counts only the commands it routes
+	sub := subKey(kind, info.Name, args, keys[0])
+	if p.h.hit(s.hotState(), key, sub, cmd) {
 		return true
 	}
-	p.misses = append(p.misses, pipeMiss{s: s, key: key, cmd: cmd})
+	p.misses = append(p.misses, pipeMiss{s: s, key: key, sub: sub, cmd: cmd})
 	return true
 }
 
@@ -134,7 +139,7 @@ func (p *hotPipe) start(ctx context.Context) {
 func (p *hotPipe) read(ctx context.Context, misses []pipeMiss) {
 	parallel(len(misses), func(i int) {
 		m := misses[i]
-		_ = p.h.cachedRead(ctx, p.top, m.s, m.key, m.cmd)
+		_ = p.h.cachedRead(ctx, p.top, m.s, m.key, m.sub, m.cmd)
 	})
 }
 

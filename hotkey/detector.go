@@ -97,22 +97,57 @@ func (d *Detector) Observe(key string) {
 	if d == nil {
 		return
 	}
-	h := xxhash.Sum64String(key)
+	d.observe(key, xxhash.Sum64String(key), 1, true)
+}
+
+// hotBatch is how many observations of a hot key ObserveHot counts on the
+// key's own counter before adding them to its shard's summary at once.
+const hotBatch = 16
+
+// ObserveHot counts one occurrence of key, as Observe does, and reports
+// whether key is hot, as IsHot would after the Observe. For a key that is
+// hot it takes no lock: the observation goes to a counter of the key's own,
+// and every hotBatch of them are added to the summary together, charged at
+// the time of the last one (so up to hotBatch-1 observations of the key
+// are late, and Top and the next refresh may not see them yet).
+func (d *Detector) ObserveHot(key string) bool {
+	if d == nil {
+		return false
+	}
+	if p := d.hot.Load().counter(key); p != nil {
+		if p.n.Add(1)%hotBatch == 0 {
+			if c := p.n.Swap(0); c > 0 {
+				d.observe(key, xxhash.Sum64String(key), c, true)
+			}
+		}
+		return true
+	}
+	if d.observe(key, xxhash.Sum64String(key), 1, true) {
+		return d.IsHot(key)
+	}
+	return false
+}
+
+// observe counts n occurrences of key, whose hash is h, and reports whether
+// it refreshed the hot set. With mayRefresh false (a refresh calls it) it
+// never refreshes.
+func (d *Detector) observe(key string, h uint64, n int64, mayRefresh bool) bool {
 	s := &d.shards[h>>d.shift]
 	due, seen := false, uint64(0)
 	s.mu.Lock()
-	if s.tick++; s.tick >= clockEvery {
+	if s.tick += int(n); s.tick >= clockEvery {
+		s.since += s.tick
 		s.tick = 0
-		s.since += clockEvery
 		s.advance(d.elapsed(), d.tauNs)
 		seen = d.refreshes.Load()
 		due = s.since >= d.pubShard || s.last-d.lastPub.Load() >= d.pubAfterNs
 	}
-	s.sum.add(key, h, s.w)
+	s.sum.add(key, h, float64(n)*s.w)
 	s.mu.Unlock()
-	if due {
-		d.maybeRefresh(seen)
+	if due && mayRefresh {
+		return d.maybeRefresh(seen)
 	}
+	return false
 }
 
 // IsHot reports whether key is in the current hot set. It does not read the

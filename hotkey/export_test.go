@@ -62,3 +62,12 @@ func (s *summary) check() error {
 	}
 	return nil
 }
+
+// Pending returns the observations of hot key that ObserveHot has not yet
+// added to its summary.
+func (d *Detector) Pending(key string) int64 {
+	if p := d.hot.Load().counter(key); p != nil {
+		return p.n.Load()
+	}
+	return 0
+}

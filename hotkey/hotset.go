@@ -1,19 +1,37 @@
 package hotkey
 
+import (
+	"sync/atomic"
+
+	"github.com/cespare/xxhash/v2"
+)
+
 // hotSet is an immutable set of hot keys, published through an
-// atomic.Pointer so that IsHot is one load and one map lookup.
+// atomic.Pointer so that IsHot is one load and one map lookup. Each key
+// has a counter of the observations ObserveHot made of it and has not yet
+// added to its shard's summary (see ObserveHot); a key that stays hot keeps
+// its counter from one set to the next.
 type hotSet struct {
-	keys map[string]struct{} // nil when empty
+	keys map[string]*pending // nil when empty
+}
+
+// pending counts observations of a hot key not yet in its summary.
+type pending struct {
+	n atomic.Int64
+	_ [56]byte // one counter per cache line
 }
 
 var emptyHotSet = &hotSet{}
 
 func (h *hotSet) has(key string) bool {
+	return h.counter(key) != nil
+}
+
+func (h *hotSet) counter(key string) *pending {
 	if len(h.keys) == 0 {
-		return false
+		return nil
 	}
-	_, ok := h.keys[key]
-	return ok
+	return h.keys[key]
 }
 
 // candidate is a key whose guaranteed decayed count is high enough that it
@@ -25,15 +43,17 @@ type candidate struct {
 
 // maybeRefresh refreshes the hot set unless another goroutine is doing it or
 // did it since the caller found it due (when d.refreshes was seen).
-func (d *Detector) maybeRefresh(seen uint64) {
+// It reports whether it did.
+func (d *Detector) maybeRefresh(seen uint64) bool {
 	if !d.refresh.TryLock() {
-		return
+		return false
 	}
 	defer d.refresh.Unlock()
 	if d.refreshes.Load() != seen {
-		return
+		return false
 	}
 	d.refreshLocked(d.elapsed())
+	return true
 }
 
 // refreshLocked recomputes the hot set at time t (ns since base) and
@@ -89,12 +109,25 @@ func (d *Detector) refreshLocked(t int64) {
 	if n != kept || kept != len(old.keys) {
 		next := emptyHotSet
 		if n > 0 {
-			next = &hotSet{keys: make(map[string]struct{}, n)}
+			next = &hotSet{keys: make(map[string]*pending, n)}
 			for _, cd := range cands {
-				next.keys[cd.key] = struct{}{}
+				p := old.counter(cd.key)
+				if p == nil {
+					p = new(pending)
+				}
+				next.keys[cd.key] = p
 			}
 		}
 		d.hot.Store(next)
+		// The counts of keys no longer hot go to their summaries (an
+		// ObserveHot that loaded the old set may still add one or two).
+		for k, p := range old.keys {
+			if next.counter(k) == nil {
+				if c := p.n.Swap(0); c > 0 {
+					d.observe(k, xxhash.Sum64String(k), c, false)
+				}
+			}
+		}
 	}
 	clear(cands[:full]) // drop key references until the next refresh
 	d.cands = cands[:0]

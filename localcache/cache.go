@@ -3,6 +3,7 @@ package localcache
 import (
 	"math/bits"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -23,9 +24,13 @@ type Cache struct {
 	stats counters
 	guard guard
 
+	front front
+	shut  atomic.Bool   // set by Close before it closes ristretto
+	seq   atomic.Uint64 // last entry.seq
+
 	maxBytes int64
-	now      func() time.Time // nil: TTLs are checked by ristretto alone
-	base     time.Time        // origin of expires when now is set
+	now      func() time.Time // nil: the process's monotonic clock
+	base     time.Time        // origin of expires
 
 	beforeStore func() // test hook between the ticket check and the store
 }
@@ -39,8 +44,13 @@ type entry struct {
 	cmd     string
 	val     any
 	stamp   stamp
-	expires int64 // ns since Cache.base on the injected clock; unused without one
+	expires int64  // ns since Cache.base (see Cache.elapsed)
+	cost    int64  // as charged to ristretto
+	seq     uint64 // order of the SetWithTicket calls that made entries
 }
+
+// same reports whether e and o are replies of the same (shard, key, cmd).
+func (e *entry) same(o *entry) bool { return e.shard == o.shard && e.key == o.key && e.cmd == o.cmd }
 
 // New returns a Cache configured by cfg, which may be nil for all the
 // defaults. It returns an error wrapping ErrInvalidConfig if a field is out
@@ -55,6 +65,7 @@ func New(cfg *Config) (*Cache, error) {
 		maxBytes: conf.MaxBytes,
 		now:      conf.Now,
 	}
+	c.base = time.Now()
 	if c.now != nil {
 		c.base = c.now()
 	}
@@ -63,8 +74,14 @@ func New(cfg *Config) (*Cache, error) {
 		MaxCost:            conf.MaxBytes,
 		BufferItems:        conf.BufferItems,
 		IgnoreInternalCost: true, // the cost we pass already includes EntryOverhead
-		OnReject:           func(*ristretto.Item[*entry]) { c.stats.rejected.Add(1) },
-		OnEvict:            func(*ristretto.Item[*entry]) { c.stats.evicted.Add(1) },
+		OnReject: func(it *ristretto.Item[*entry]) {
+			c.stats.rejected.Add(1)
+			c.front.forget(it.Key, it.Value)
+		},
+		OnEvict: func(it *ristretto.Item[*entry]) {
+			c.stats.evicted.Add(1)
+			c.front.forget(it.Key, it.Value)
+		},
 	})
 	if err != nil { // unreachable with validated config; kept for safety
 		return nil, err
@@ -94,30 +111,48 @@ func (c *Cache) Get(shard int, key, cmd string) (val any, ok bool) {
 		return nil, false
 	}
 	kh := xxhash.Sum64String(key)
+	h := refHash(kh, shard, cmd)
 	r := rand.Uint32()
 	st := c.stats.stripe(r)
+	// The front index first: no lock, no write but the counter.
+	if e := c.front.slot(h).Load(); e != nil && !c.shut.Load() &&
+		e.shard == shard && e.key == key && e.cmd == cmd &&
+		e.stamp == c.gens.current(kh, shard) && c.elapsed() < e.expires {
+		st.hits.Add(1)
+		return e.val, true
+	}
 	g, open := c.guard.enter(r)
 	if !open {
 		st.misses.Add(1)
 		return nil, false
 	}
-	e, found := c.rc.Get(refHash(kh, shard, cmd))
+	e, found := c.rc.Get(h)
 	c.guard.leave(g)
 	switch {
 	case !found || e.shard != shard || e.key != key || e.cmd != cmd:
 	case e.stamp != c.gens.current(kh, shard):
 		st.invalidated.Add(1)
-	case c.now != nil && c.elapsed() >= e.expires:
+	case c.elapsed() >= e.expires:
 		st.expired.Add(1)
 	default:
 		st.hits.Add(1)
+		if e.cost <= c.maxBytes/frontShare {
+			c.front.promote(h, e)
+		}
 		return e.val, true
 	}
 	st.misses.Add(1)
 	return nil, false
 }
 
-func (c *Cache) elapsed() int64 { return int64(c.now().Sub(c.base)) }
+// elapsed reads the clock of entry expiry, in ns since base: the injected
+// one, or the process's monotonic clock.
+func (c *Cache) elapsed() int64 {
+	if c.now != nil {
+		return int64(c.now().Sub(c.base))
+	}
+	return int64(time.Since(c.base))
+}
 
 // Ticket returns the current invalidation state of key on shard, for
 // SetWithTicket. Take it before sending the read to the shard.
@@ -172,10 +207,8 @@ func (c *Cache) SetWithTicket(t Ticket, cmd string, val any, size int64, ttl tim
 		st.outdated.Add(1)
 		return false
 	}
-	e := &entry{shard: t.shard, key: t.key, cmd: cmd, val: val, stamp: t.stamp}
-	if c.now != nil {
-		e.expires = c.elapsed() + int64(ttl)
-	}
+	e := &entry{shard: t.shard, key: t.key, cmd: cmd, val: val, stamp: t.stamp, cost: cost,
+		expires: c.elapsed() + int64(ttl), seq: c.seq.Add(1)}
 	if c.beforeStore != nil {
 		c.beforeStore()
 	}
@@ -184,12 +217,16 @@ func (c *Cache) SetWithTicket(t Ticket, cmd string, val any, size int64, ttl tim
 		st.dropped.Add(1)
 		return false
 	}
-	ok := c.rc.SetWithTTL(refHash(t.kh, t.shard, cmd), e, cost, ttl)
+	h := refHash(t.kh, t.shard, cmd)
+	ok := c.rc.SetWithTTL(h, e, cost, ttl)
 	c.guard.leave(g)
 	if !ok {
 		st.dropped.Add(1)
 		return false
 	}
+	// ristretto replaces an entry of the same triple at once: so does the
+	// front index.
+	c.front.replace(h, e, cost <= c.maxBytes/frontShare)
 	st.sets.Add(1)
 	return true
 }
@@ -229,6 +266,7 @@ func (c *Cache) Clear() {
 	}
 	c.gens.all.Add(1)
 	c.stats.clears.Add(1)
+	c.front.clear()
 	g, open := c.guard.enter(rand.Uint32())
 	if !open {
 		return
@@ -273,5 +311,7 @@ func (c *Cache) Close() {
 	if c == nil {
 		return
 	}
+	c.shut.Store(true)
 	c.guard.close(c.rc.Close)
+	c.front.clear()
 }

@@ -65,4 +65,17 @@
 //     until the next admission.
 //   - Values are shared, not copied: do not modify a value after Set or a
 //     value returned by Get.
+//
+// # The front index
+//
+// A hot key's replies are read by every goroutine at once; in ristretto
+// each Get takes a read lock of the key's map stripe and records the access
+// in a striped buffer, so those Gets contend on a few cache lines. Get
+// therefore first looks in a small direct-mapped index (1024 slots) of
+// entries it found in ristretto, which it reads with one atomic load and no
+// lock. An entry there is returned only after the same checks as one from
+// ristretto (identity, generations, expiry) and never after Close, so the
+// index changes nothing of what Get returns. Evictions and rejections clear
+// its slot; an entry it may hold is at most MaxBytes/4096 in cost, so what
+// it keeps alive past a racing eviction stays under a quarter of MaxBytes.
 package localcache

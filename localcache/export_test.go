@@ -1,5 +1,14 @@
 package localcache
 
+import "github.com/cespare/xxhash/v2"
+
 // SetBeforeStore installs f to run in SetWithTicket after the ticket check
 // and before the entry is handed to ristretto.
 func (c *Cache) SetBeforeStore(f func()) { c.beforeStore = f }
+
+// FrontHolds reports whether the front index holds the entry of (shard,
+// key, cmd).
+func (c *Cache) FrontHolds(shard int, key, cmd string) bool {
+	e := c.front.slot(refHash(xxhash.Sum64String(key), shard, cmd)).Load()
+	return e != nil && e.shard == shard && e.key == key && e.cmd == cmd
+}

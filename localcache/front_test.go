@@ -1,0 +1,82 @@
+package localcache_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redshard/redshard/localcache"
+)
+
+// TestFrontIndex: a hit found in ristretto moves to the front index, and
+// an entry there is still refused once invalidated, expired, replaced, or
+// the cache closed, exactly as one in ristretto.
+func TestFrontIndex(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { return now }
+	fill := func(t *testing.T) *localcache.Cache {
+		t.Helper()
+		c, err := localcache.New(&localcache.Config{Now: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		if !c.Set(1, "k", "get", "v1", 2, time.Second) {
+			t.Fatal("Set refused")
+		}
+		c.Wait()
+		if v, ok := c.Get(1, "k", "get"); !ok || v != "v1" {
+			t.Fatalf("Get = %v, %v; want v1", v, ok)
+		}
+		if !c.FrontHolds(1, "k", "get") {
+			t.Fatal("a hit did not reach the front index")
+		}
+		return c
+	}
+	t.Run("invalidated", func(t *testing.T) {
+		c := fill(t)
+		c.InvalidateKey("k")
+		if v, ok := c.Get(1, "k", "get"); ok {
+			t.Fatalf("Get after InvalidateKey = %v, want a miss", v)
+		}
+	})
+	t.Run("shard invalidated", func(t *testing.T) {
+		c := fill(t)
+		c.InvalidateShard(1)
+		if v, ok := c.Get(1, "k", "get"); ok {
+			t.Fatalf("Get after InvalidateShard = %v, want a miss", v)
+		}
+	})
+	t.Run("expired", func(t *testing.T) {
+		c := fill(t)
+		defer func(t0 time.Time) { now = t0 }(now)
+		now = now.Add(time.Second)
+		if v, ok := c.Get(1, "k", "get"); ok {
+			t.Fatalf("Get after the TTL = %v, want a miss", v)
+		}
+	})
+	t.Run("replaced", func(t *testing.T) {
+		c := fill(t)
+		if !c.Set(1, "k", "get", "v2", 2, time.Second) {
+			t.Fatal("Set refused")
+		}
+		if v, ok := c.Get(1, "k", "get"); !ok || v != "v2" {
+			t.Fatalf("Get after a replacing Set = %v, %v; want v2", v, ok)
+		}
+	})
+	t.Run("other sub-key", func(t *testing.T) {
+		c := fill(t)
+		if v, ok := c.Get(1, "k", "strlen"); ok {
+			t.Fatalf("Get of another sub-key = %v, want a miss", v)
+		}
+		if v, ok := c.Get(2, "k", "get"); ok {
+			t.Fatalf("Get on another shard = %v, want a miss", v)
+		}
+	})
+	t.Run("closed", func(t *testing.T) {
+		c := fill(t)
+		c.Close()
+		if v, ok := c.Get(1, "k", "get"); ok {
+			t.Fatalf("Get after Close = %v, want a miss", v)
+		}
+	})
+}
