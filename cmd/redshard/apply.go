@@ -119,7 +119,7 @@ naming it, before anything is published.`)
 			"apply publishes that config again first (nothing older may be published), then goes on from it\n\n", cur.Version(), lost.Version())
 		cur = lost
 	}
-	if done, err := writeApplyPlan(stdout, cur, doc); err != nil || (done && !restore) {
+	if done, err := writeApplyPlan(stdout, cur, doc, restore); err != nil || (done && !restore) {
 		return err
 	}
 	fmt.Fprintln(stdout)
@@ -172,7 +172,9 @@ func probeLock(ctx context.Context, reg registry.Registry, driver string) error 
 
 // writeApplyPlan prints what applying doc to a registry holding cur does.
 // done is set when there is nothing to do (or nothing that may be done).
-func writeApplyPlan(w io.Writer, cur registry.Config, doc json.RawMessage) (done bool, err error) {
+// restoring says cur is the config apply restores from the beacons, not
+// one the registry holds.
+func writeApplyPlan(w io.Writer, cur registry.Config, doc json.RawMessage, restoring bool) (done bool, err error) {
 	to, toP, err := decodeRingDoc(doc)
 	if err != nil {
 		return true, err
@@ -191,6 +193,9 @@ func writeApplyPlan(w io.Writer, cur registry.Config, doc json.RawMessage) (done
 		return true, fmt.Errorf("a change to another config is in flight: epoch %d, phase %s, driven by %s since %s; "+
 			"apply that config to finish it first (redshard status shows it; going back is another apply afterwards)",
 			cur.Epoch, cur.Phase, cur.Driver, cur.Since.UTC().Format(time.RFC3339))
+	case !cur.InFlight() && registry.SameDoc(cur.Doc, doc) && restoring:
+		fmt.Fprintf(w, "nothing to change: the fleet is on this config (%s); apply only restores it\n", cur.Version())
+		return true, nil
 	case !cur.InFlight() && registry.SameDoc(cur.Doc, doc):
 		fmt.Fprintf(w, "nothing to do: the registry already holds this config (%s)\n", cur.Version())
 		return true, nil

@@ -212,6 +212,36 @@ func TestApplyFirstConfigThenChange(t *testing.T) {
 	}
 }
 
+// TestApplyRestoresSameConfig: a registry that lost its data, given the
+// config the fleet is on, is restored from the beacons and says so; it does
+// not claim the registry "already holds" a config it has lost.
+func TestApplyRestoresSameConfig(t *testing.T) {
+	f := startTestFleet(t, "a", "b", "c")
+	f.apply(t, "a", "b")
+	f.follower(t, "web-1")
+	f.apply(t, "a", "b", "c") // epoch 2: the driver writes the beacons
+	if err := f.rdb.FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := f.apply(t, "a", "b", "c")
+	for _, want := range []string{
+		"the registry lost the fleet's config: it holds none, but the servers' beacons and the live processes follow epoch 2 stable",
+		"nothing to change: the fleet is on this config (epoch 2 stable); apply only restores it",
+		"the fleet is on epoch 2 stable, restored; nothing else was published",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("apply after the registry lost its data has no %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "already holds") {
+		t.Errorf("apply after the registry lost its data says the registry holds the config:\n%s", out)
+	}
+	cfg, err := f.open(t).Get(context.Background())
+	if err != nil || cfg.Version() != (registry.Version{Epoch: 2, Phase: registry.Stable}) {
+		t.Errorf("the registry after the restore: %s, %v; want epoch 2 stable", cfg.Version(), err)
+	}
+}
+
 func TestApplyAsks(t *testing.T) {
 	f := startTestFleet(t, "a")
 	cfg := f.config(t, "a")

@@ -101,7 +101,11 @@ func main() {
 	a, b := "{cart:7}.items", "{cart:7}.total"
 	oa, _ := rdb.ShardFor(a)
 	ob, _ := rdb.ShardFor(b)
-	fmt.Printf("\n%s and %s both live on %s and %s\n", a, b, oa, ob)
+	if oa == ob {
+		fmt.Printf("\n%s and %s share the hash tag {cart:7}: both live on %s\n", a, b, oa)
+	} else {
+		fmt.Printf("\n%s lives on %s but %s on %s: the hash tag did not hold them together\n", a, oa, b, ob)
+	}
 
 	n, err := rdb.DBSize(ctx).Result()
 	if err != nil {
