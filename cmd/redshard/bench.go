@@ -46,6 +46,7 @@ type benchConfig struct {
 	preload    bool
 	cleanup    bool
 	autopipe   bool // also run redshard with Options.AutoPipeline
+	fullDuplex bool // that run with AutoPipelineOptions.FullDuplex
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -92,7 +93,10 @@ draws FILE-load.png (commands per 100ms per shard), FILE-latency.png and
 FILE-throughput.png (ops/s and CPU per op of each run).
 --autopipeline also runs redshard with Options.AutoPipeline (every command
 auto-pipelined on its shard), right after the plain redshard run, so that
-the runs of one invocation can be compared as same-run ratios. Each run
+the runs of one invocation can be compared as same-run ratios; with
+--fullduplex that run uses go-redis's full-duplex AutoPipeliner per shard
+(AutoPipelineOptions.FullDuplex), while the go-redis comparisons keep the
+default half-duplex one. Each run
 reports the process's CPU time per operation (with embedded shards that
 includes the servers, which run in this process).`)
 	var c benchConfig
@@ -114,6 +118,7 @@ includes the servers, which run in this process).`)
 	f.BoolVar(&c.preload, "preload", true, "write every key before the run, so reads hit")
 	f.BoolVar(&c.cleanup, "cleanup", true, "with real servers, delete the workload's keys at the end")
 	f.BoolVar(&c.autopipe, "autopipeline", false, "also run redshard with Options.AutoPipeline, in the same invocation")
+	f.BoolVar(&c.fullDuplex, "fullduplex", false, "with --autopipeline, run it with AutoPipelineOptions.FullDuplex (go-redis's full-duplex stream per shard; the go-redis comparisons keep their default options)")
 	if err := f.parse(args, stdout); err != nil {
 		return err
 	}
@@ -187,6 +192,9 @@ includes the servers, which run in this process).`)
 		defer pprof.StopCPUProfile()
 	}
 	systems := []string{"redshard"}
+	if c.fullDuplex && !c.autopipe {
+		return usagef("--fullduplex needs --autopipeline")
+	}
 	if c.autopipe {
 		systems = append(systems, "redshard-autopipeline")
 	}
@@ -251,6 +259,22 @@ type fleet struct {
 	opt   *redshard.Options // shards and settings; for embedded shards, built here
 	extra []redshard.Shard  // real shards a run may add
 	desc  string
+}
+
+// withFullDuplex returns a copy of fl whose AutoPipelineOptions (the
+// fleet's, else go-redis's blocking defaults) have FullDuplex set.
+func (fl *fleet) withFullDuplex() *fleet {
+	o := redis.DefaultBlockingAutoPipelineOptions()
+	if fl.opt.AutoPipelineOptions != nil {
+		cp := *fl.opt.AutoPipelineOptions
+		o = &cp
+	}
+	o.FullDuplex = true
+	opt := *fl.opt
+	opt.AutoPipelineOptions = o
+	cp := *fl
+	cp.opt = &opt
+	return &cp
 }
 
 // newFleet loads the real shards of src, or starts n embedded ones with
@@ -761,7 +785,11 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 	case "redshard", "redshard-autopipeline":
 		hot := hotKeyOptions(c.mitigation, fl.opt.HotKeys, c.mitSet)
 		ap := system == "redshard-autopipeline"
-		t, err := newRedshardTarget(fl, hot, c.failover, ap, cnt)
+		rfl := fl
+		if ap && c.fullDuplex {
+			rfl = fl.withFullDuplex()
+		}
+		t, err := newRedshardTarget(rfl, hot, c.failover, ap, cnt)
 		if err != nil {
 			return nil, err
 		}
