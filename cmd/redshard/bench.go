@@ -130,6 +130,9 @@ includes the servers, which run in this process).`)
 	if c.compare, err = parseCompare(compare); err != nil {
 		return err
 	}
+	if c.fullDuplex && !c.autopipe {
+		return usagef("--fullduplex needs --autopipeline")
+	}
 	oneServer := slices.Contains(c.compare, "goredis-autopipeline")
 	perShard := slices.Contains(c.compare, "goredis-autopipeline-per-shard")
 	switch {
@@ -192,9 +195,6 @@ includes the servers, which run in this process).`)
 		defer pprof.StopCPUProfile()
 	}
 	systems := []string{"redshard"}
-	if c.fullDuplex && !c.autopipe {
-		return usagef("--fullduplex needs --autopipeline")
-	}
 	if c.autopipe {
 		systems = append(systems, "redshard-autopipeline")
 	}

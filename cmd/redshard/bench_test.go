@@ -434,3 +434,21 @@ func TestBenchComparePerShardAutoPipeline(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchFullDuplex: --fullduplex runs the auto-pipelined redshard with
+// go-redis's full-duplex AutoPipeliner per shard, with its accounting
+// intact, and is refused without --autopipeline.
+func TestBenchFullDuplex(t *testing.T) {
+	code, out, errOut := runCmd(t, benchArgs("--shards", "2", "--autopipeline", "--fullduplex")...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	acc := parseChecks(t, out)
+	if len(acc) != 2 || acc[1].system != "redshard-autopipeline" || acc[1].verdict != "ok" || acc[1].ops == 0 {
+		t.Fatalf("want redshard and an ok redshard-autopipeline, got %+v", acc)
+	}
+	code, _, errOut = runCmd(t, benchArgs("--shards", "2", "--fullduplex")...)
+	if code != exitUsage || !strings.Contains(errOut, "--fullduplex needs --autopipeline") {
+		t.Fatalf("--fullduplex alone: exit %d, %s", code, errOut)
+	}
+}
