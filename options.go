@@ -107,7 +107,7 @@ type Options struct {
 	// shard, written and read at once. It is not faster here yet: go-redis
 	// runs the hook chain of each full-duplex command on a goroutine of its
 	// own when the client has any hook, and shard clients always have
-	// redshard's (0.71-1.14x the half-duplex default's ops/s on four
+	// redshard's (0.60-1.14x the half-duplex default's ops/s on four
 	// servers, docs/results.md). What stays the same: the held connection
 	// comes from the shard client's pipeline pool, through its dial hook
 	// (failFast tracks it, so markDown severs it) and OnConnect (a fleet
