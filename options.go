@@ -114,6 +114,28 @@ type Options struct {
 	// (go-redis's AutoPipeliner executes it on its own); the shard's read
 	// and write timeouts still bound it. Default false (see
 	// docs/results.md for why).
+	//
+	// With AutoPipelineOptions.FullDuplex, each shard's AutoPipeliner is
+	// go-redis's full-duplex one: one held pipeline-pool connection per
+	// shard, written and read at once. It is not faster here yet: go-redis
+	// runs the hook chain of each full-duplex command on a goroutine of its
+	// own when the client has any hook, and shard clients always have
+	// redshard's (0.60-1.14x the half-duplex default's ops/s on four
+	// servers, docs/results.md). What stays the same: the held connection
+	// comes from the shard client's pipeline pool, through its dial hook
+	// (failFast tracks it, so markDown severs it) and OnConnect (a fleet
+	// process names it and the fence admits it); the commands that go alone above still go alone
+	// (blocking commands never ride the stream); each command still sees
+	// every shard hook. What changes, as go-redis documents for
+	// FullDuplex: a shard hook (AddHook, AddShardHook) runs after the
+	// command's write is queued, so a hook that returns without calling
+	// next does not stop the command, and a hook must neither change the
+	// command nor read its result before next. A hook that must veto or
+	// rewrite a command belongs in AddCommandHook, which runs before
+	// routing. A connection killed under the stream (CLIENT KILL, a
+	// restart) has its unanswered commands sent again on a new connection
+	// up to the shard's MaxRetries, as a half-duplex batch is: with
+	// MaxRetries -1 each command runs once or fails.
 	AutoPipeline bool
 
 	// AutoPipelineOptions tunes the AutoPipeliners: the per-shard ones of
@@ -121,7 +143,9 @@ type Options struct {
 	// AsyncAutoPipeline when called without options. It is validated by
 	// NewClient. Nil means go-redis's defaults
 	// (redis.DefaultBlockingAutoPipelineOptions for the blocking face,
-	// redis.DefaultAutoPipelineOptions for the async one).
+	// redis.DefaultAutoPipelineOptions for the async one). FullDuplex
+	// applies to AutoPipeline's per-shard pipeliners (see AutoPipeline);
+	// Client.AutoPipeline's front pipeliners ignore it.
 	AutoPipelineOptions *redis.AutoPipelineOptions
 }
 

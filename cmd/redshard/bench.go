@@ -46,6 +46,7 @@ type benchConfig struct {
 	preload    bool
 	cleanup    bool
 	autopipe   bool // also run redshard with Options.AutoPipeline
+	fullDuplex bool // that run with AutoPipelineOptions.FullDuplex
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -85,14 +86,19 @@ defaults) on a plain redis.NewClient to the first shard only, the one-server
 figure auto-pipelining is measured against; goredis-autopipeline-per-shard
 is sharding by hand with go-redis's AutoPipeline of each shard's client,
 keys placed by redshard's ring: auto-pipelining over the same shards
-without redshard's routing. Give several as
---compare goredis-ring,goredis-autopipeline,goredis-autopipeline-per-shard.
+without redshard's routing; rueidis-per-shard is the same with a rueidis
+client per shard (DisableCache), which pipelines concurrent callers on its
+own. Give several as
+--compare goredis-ring,goredis-autopipeline,goredis-autopipeline-per-shard,rueidis-per-shard.
 Real shards also report the servers' CPU per operation (INFO cpu). --png FILE
 draws FILE-load.png (commands per 100ms per shard), FILE-latency.png and
 FILE-throughput.png (ops/s and CPU per op of each run).
 --autopipeline also runs redshard with Options.AutoPipeline (every command
 auto-pipelined on its shard), right after the plain redshard run, so that
-the runs of one invocation can be compared as same-run ratios. Each run
+the runs of one invocation can be compared as same-run ratios; with
+--fullduplex that run uses go-redis's full-duplex AutoPipeliner per shard
+(AutoPipelineOptions.FullDuplex), while the go-redis comparisons keep the
+default half-duplex one. Each run
 reports the process's CPU time per operation (with embedded shards that
 includes the servers, which run in this process).`)
 	var c benchConfig
@@ -108,12 +114,13 @@ includes the servers, which run in this process).`)
 	f.DurationVar(&c.killAt, "kill-shard-at", 0, "close embedded shard-0 this long into the run")
 	f.StringVar(&c.png, "png", "", "draw charts to `FILE`-load.png, FILE-latency.png and FILE-throughput.png")
 	var compare string
-	f.StringVar(&compare, "compare", "", "also run the workload through these `systems`, comma-separated: goredis-ring (go-redis's redis.Ring), goredis-autopipeline (go-redis's AutoPipeline on the first shard alone), goredis-autopipeline-per-shard (go-redis's AutoPipeline of each shard's client, keys placed by redshard's ring)")
+	f.StringVar(&compare, "compare", "", "also run the workload through these `systems`, comma-separated: goredis-ring (go-redis's redis.Ring), goredis-autopipeline (go-redis's AutoPipeline on the first shard alone), goredis-autopipeline-per-shard (go-redis's AutoPipeline of each shard's client, keys placed by redshard's ring), rueidis-per-shard (a rueidis client per shard, DisableCache, keys placed by redshard's ring)")
 	f.BoolVar(&c.first, "compare-first", false, "with --compare, run the comparisons before redshard (to check the order does not matter)")
 	f.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole command to `file` (go tool pprof)")
 	f.BoolVar(&c.preload, "preload", true, "write every key before the run, so reads hit")
 	f.BoolVar(&c.cleanup, "cleanup", true, "with real servers, delete the workload's keys at the end")
 	f.BoolVar(&c.autopipe, "autopipeline", false, "also run redshard with Options.AutoPipeline, in the same invocation")
+	f.BoolVar(&c.fullDuplex, "fullduplex", false, "with --autopipeline, run it with AutoPipelineOptions.FullDuplex (go-redis's full-duplex stream per shard; the go-redis comparisons keep their default options)")
 	if err := f.parse(args, stdout); err != nil {
 		return err
 	}
@@ -125,8 +132,11 @@ includes the servers, which run in this process).`)
 	if c.compare, err = parseCompare(compare); err != nil {
 		return err
 	}
+	if c.fullDuplex && !c.autopipe {
+		return usagef("--fullduplex needs --autopipeline")
+	}
 	oneServer := slices.Contains(c.compare, "goredis-autopipeline")
-	perShard := slices.Contains(c.compare, "goredis-autopipeline-per-shard")
+	perShard := slices.Contains(c.compare, "goredis-autopipeline-per-shard") || slices.Contains(c.compare, "rueidis-per-shard")
 	switch {
 	case c.duration <= 0:
 		return usagef("--duration %v: must be positive", c.duration)
@@ -149,9 +159,9 @@ includes the servers, which run in this process).`)
 	case oneServer && (c.addAt > 0 || c.killAt > 0):
 		return usagef("--compare goredis-autopipeline runs on the first shard alone: it has no shard to add, and --kill-shard-at would kill its only server")
 	case perShard && (c.addAt > 0 || c.killAt > 0):
-		return usagef("--compare goredis-autopipeline-per-shard shards by hand over a fixed set of shards: no --add-shard-at or --kill-shard-at")
+		return usagef("--compare goredis-autopipeline-per-shard and rueidis-per-shard shard by hand over a fixed set of shards: no --add-shard-at or --kill-shard-at")
 	case perShard && c.wl.mget > 1:
-		return usagef("--compare goredis-autopipeline-per-shard sends single-key commands only: no --mget")
+		return usagef("--compare goredis-autopipeline-per-shard and rueidis-per-shard send single-key commands only: no --mget")
 	}
 	// A chart file that cannot be written fails now, not after the run.
 	var charts *chartFiles
@@ -251,6 +261,22 @@ type fleet struct {
 	opt   *redshard.Options // shards and settings; for embedded shards, built here
 	extra []redshard.Shard  // real shards a run may add
 	desc  string
+}
+
+// withFullDuplex returns a copy of fl whose AutoPipelineOptions (the
+// fleet's, else go-redis's blocking defaults) have FullDuplex set.
+func (fl *fleet) withFullDuplex() *fleet {
+	o := redis.DefaultBlockingAutoPipelineOptions()
+	if fl.opt.AutoPipelineOptions != nil {
+		cp := *fl.opt.AutoPipelineOptions
+		o = &cp
+	}
+	o.FullDuplex = true
+	opt := *fl.opt
+	opt.AutoPipelineOptions = o
+	cp := *fl
+	cp.opt = &opt
+	return &cp
 }
 
 // newFleet loads the real shards of src, or starts n embedded ones with
@@ -672,7 +698,7 @@ func (t *perShardAPTarget) hotStats() *redshard.HotStats { return nil }
 func (t *perShardAPTarget) close() error { return t.c.Close() }
 
 // compareSystems are the clients --compare can run besides redshard.
-var compareSystems = []string{"goredis-ring", "goredis-autopipeline", "goredis-autopipeline-per-shard"}
+var compareSystems = []string{"goredis-ring", "goredis-autopipeline", "goredis-autopipeline-per-shard", "rueidis-per-shard"}
 
 // parseCompare parses --compare: comparison systems, comma-separated, each
 // at most once.
@@ -761,7 +787,11 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 	case "redshard", "redshard-autopipeline":
 		hot := hotKeyOptions(c.mitigation, fl.opt.HotKeys, c.mitSet)
 		ap := system == "redshard-autopipeline"
-		t, err := newRedshardTarget(fl, hot, c.failover, ap, cnt)
+		rfl := fl
+		if ap && c.fullDuplex {
+			rfl = fl.withFullDuplex()
+		}
+		t, err := newRedshardTarget(rfl, hot, c.failover, ap, cnt)
 		if err != nil {
 			return nil, err
 		}
@@ -783,6 +813,13 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 		}
 		tg = t
 		res.setting = "go-redis's AutoPipeline of each shard's client, keys placed by redshard's ring by hand; no redshard routing, no hot-key mitigation"
+	case "rueidis-per-shard":
+		t, err := newRueidisPerShardTarget(fl, cnt)
+		if err != nil {
+			return nil, err
+		}
+		tg = t
+		res.setting = "a rueidis client (DisableCache) per shard, keys placed by redshard's ring by hand; no redshard routing, no hot-key mitigation"
 	case "goredis-autopipeline":
 		t, err := newAutoPipelineTarget(fl, cnt)
 		if err != nil {

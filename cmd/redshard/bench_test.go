@@ -434,3 +434,44 @@ func TestBenchComparePerShardAutoPipeline(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchFullDuplex: --fullduplex runs the auto-pipelined redshard with
+// go-redis's full-duplex AutoPipeliner per shard, with its accounting
+// intact, and is refused without --autopipeline.
+func TestBenchFullDuplex(t *testing.T) {
+	code, out, errOut := runCmd(t, benchArgs("--shards", "2", "--autopipeline", "--fullduplex")...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	acc := parseChecks(t, out)
+	if len(acc) != 2 || acc[1].system != "redshard-autopipeline" || acc[1].verdict != "ok" || acc[1].ops == 0 {
+		t.Fatalf("want redshard and an ok redshard-autopipeline, got %+v", acc)
+	}
+	code, _, errOut = runCmd(t, benchArgs("--shards", "2", "--fullduplex")...)
+	if code != exitUsage || !strings.Contains(errOut, "--fullduplex needs --autopipeline") {
+		t.Fatalf("--fullduplex alone: exit %d, %s", code, errOut)
+	}
+}
+
+// TestBenchCompareRueidisPerShard: the hand-sharded rueidis run places
+// every key where redshard does, counts each command on its shard, and is
+// refused where it cannot shard (MGET, a shard added in the run).
+func TestBenchCompareRueidisPerShard(t *testing.T) {
+	code, out, errOut := runCmd(t, benchArgs("--shards", "2", "--compare", "rueidis-per-shard")...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	acc := parseChecks(t, out)
+	if len(acc) != 2 || acc[1].system != "rueidis-per-shard" {
+		t.Fatalf("want redshard and rueidis-per-shard, got %+v", acc)
+	}
+	if a := acc[1]; a.verdict != "ok" || a.ops == 0 || a.ops != a.commands {
+		t.Errorf("rueidis-per-shard: accounting %+v", a)
+	}
+	for _, args := range [][]string{{"--mget", "4"}, {"--add-shard-at", "100ms"}} {
+		code, _, errOut := runCmd(t, benchArgs(append(args, "--compare", "rueidis-per-shard")...)...)
+		if code != exitUsage || !strings.Contains(errOut, "rueidis-per-shard") {
+			t.Errorf("%v with rueidis-per-shard: exit %d, %s", args, code, errOut)
+		}
+	}
+}
