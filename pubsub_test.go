@@ -424,11 +424,19 @@ func TestPubSubPatternWhileShardDown(t *testing.T) {
 // Receive, reaches the subscriber on every shard.
 func TestPubSubPublishRightAfterSubscribe(t *testing.T) {
 	cl := newCluster(t, 1, 1, 1, 1)
-	var channels []string
-	for i := range 4 {
-		channels = append(channels, cl.keysOn(t, fmt.Sprintf("shard-%d", i), "ch", 1)[0])
+	// Each round has channels of its own: a closed PubSub's connection
+	// leaves the server's subscriber list when the server notices the
+	// close, which may be after the next round's PUBLISH.
+	const rounds = 5
+	perShard := make([][]string, 4)
+	for i := range perShard {
+		perShard[i] = cl.keysOn(t, fmt.Sprintf("shard-%d", i), "ch", rounds)
 	}
-	for round := 0; round < 5; round++ {
+	for round := 0; round < rounds; round++ {
+		var channels []string
+		for _, chs := range perShard {
+			channels = append(channels, chs[round])
+		}
 		ps := cl.c.Subscribe(ctx, channels...)
 		for _, ch := range channels {
 			if n, err := cl.c.Publish(ctx, ch, "x").Result(); err != nil || n != 1 {
