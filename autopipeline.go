@@ -144,6 +144,9 @@ func (b *backend) send(ctx context.Context, cmd redis.Cmder, blocking bool) erro
 	if b.ap == nil || blocking || !b.batchable(ctx) {
 		return b.client.Process(ctx, cmd)
 	}
+	if b.stream != nil && !b.streamHooked.Load() {
+		return b.process(ctx, cmd, b.ap.Process)
+	}
 	return b.ap.Process(ctx, cmd)
 }
 

@@ -31,6 +31,18 @@ type backend struct {
 	ap         *redis.AutoPipeliner
 	ctxTimeout bool
 
+	// stream is the client of ap under AutoPipelineOptions.FullDuplex (nil
+	// otherwise, and for a Sentinel shard, whose ap is client's): a client
+	// of its own, without hooks, so that go-redis's full-duplex engine
+	// sends each command without a goroutine of its own to run hooks in
+	// (a hooked client pays one per command, and a runtime.Stack to guard
+	// it). What the command client's hooks do, send and streamDialer do;
+	// once the application adds a shard hook, the stream gets it, below
+	// failFast's error rewriting (addStreamHook), and streamHooked is set.
+	stream       *redis.Client
+	streamMu     sync.Mutex // serialises addStreamHook
+	streamHooked atomic.Bool
+
 	// peekClock is the clock of the command connections' peekGates: the
 	// client's heartbeat ticks, or nil (every pooled connection is checked
 	// before use, as go-redis does) when there are no heartbeats or the
@@ -67,6 +79,7 @@ const (
 	connHeartbeat                 // one connection, short timeouts, no retries
 	connReader                    // hot-key tracked reads (the shard's protocol)
 	connTracking                  // the invalidation subscriber (RESP2)
+	connStream                    // the full-duplex AutoPipeliner's client (backend.stream)
 )
 
 // newBackend opens (lazily, as go-redis does) the command client of s.
@@ -78,13 +91,52 @@ func (c *Client) newBackend(s Shard) *backend {
 	// the hooks above it see a command cut off by markDown fail with the
 	// shard's ErrShardDown.
 	b.client.AddHook(failFast{b})
-	b.ap = c.shardAutoPipeliner(b.client)
 	b.ctxTimeout = b.client.Options().ContextTimeoutEnabled
 	if !c.cfg.health.Disable && b.client.Options().MaxRetries > 0 {
 		b.peekClock = &c.beats
 	}
+	if o := c.cfg.opt.AutoPipelineOptions; c.cfg.opt.AutoPipeline && o != nil && o.FullDuplex && s.Failover == nil {
+		b.stream = c.dialWith(s, connStream, nil, b.streamDialer)
+		for _, newHook := range c.shardHookList() {
+			b.addStreamHook(newHook)
+		}
+		b.ap = c.shardAutoPipeliner(b.stream)
+	} else {
+		b.ap = c.shardAutoPipeliner(b.client)
+	}
 	return b
 }
+
+// streamDialer wraps the dialer of the stream client (see backend.stream)
+// with what the command client's hooks do at a dial: start the heartbeat
+// and track the connection for markDown.
+func (b *backend) streamDialer(next dialer) dialer {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		b.c.monitor.start()
+		conn, err := next(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return b.conns.track(conn, b.peekClock), nil
+	}
+}
+
+// addStreamHook adds a shard hook to the stream client, below failFast's
+// error rewriting, which the first one brings: from then on go-redis runs
+// the stream's hooks as it does under FullDuplex (after the write, on a
+// goroutine per command), and send no longer rewrites errors itself.
+func (b *backend) addStreamHook(newHook shardHook) {
+	b.streamMu.Lock()
+	defer b.streamMu.Unlock()
+	if !b.streamHooked.Load() {
+		b.stream.AddHook(failFastProcess{failFast{b}})
+		b.streamHooked.Store(true)
+	}
+	b.stream.AddHook(newHook(b.shard))
+}
+
+// dialer is the type of redis.Options.Dialer.
+type dialer = func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // markDown marks the backend down (named as in the current ring) and severs its command connections (not its Pub/Sub links'), so
 // that commands already waiting on a frozen or dead server fail at once
@@ -124,17 +176,30 @@ func (f failFast) DialHook(next redis.DialHook) redis.DialHook {
 
 func (f failFast) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if cmd.NoRetry() {
-			defer f.b.conns.checkAll()()
-		}
-		err := next(ctx, cmd)
-		if err != nil && f.b.down.Load() && !isRedisError(err) && err != redis.Nil {
-			err = f.b.downError()
-			cmd.SetErr(err)
-		}
-		return err
+		return f.b.process(ctx, cmd, next)
 	}
 }
+
+// process runs cmd through next as failFast does: a command go-redis does
+// not run again is counted on every connection, and an I/O error while the
+// shard is down is the shard's ErrShardDown.
+func (b *backend) process(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+	if cmd.NoRetry() {
+		defer b.conns.checkAll()()
+	}
+	err := next(ctx, cmd)
+	if err != nil && b.down.Load() && !isRedisError(err) && err != redis.Nil {
+		err = b.downError()
+		cmd.SetErr(err)
+	}
+	return err
+}
+
+// failFastProcess is failFast without its dial step, for the stream client,
+// whose dialer tracks its connections (backend.streamDialer).
+type failFastProcess struct{ failFast }
+
+func (failFastProcess) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (f failFast) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
@@ -246,6 +311,13 @@ func (s *connSet) closeAll() {
 // after the options' own OnConnect on each new connection; first, if any,
 // are the client's outermost hooks.
 func (c *Client) dial(s Shard, kind connKind, onConnect func(context.Context, *redis.Conn) error, first ...redis.Hook) *redis.Client {
+	return c.dialWith(s, kind, onConnect, nil, first...)
+}
+
+// dialWith is dial whose client dials through wrap(the dialer it would
+// use) when wrap is not nil; only for a shard without Failover.
+func (c *Client) dialWith(s Shard, kind connKind, onConnect func(context.Context, *redis.Conn) error,
+	wrap func(dialer) dialer, first ...redis.Hook) *redis.Client {
 	o := &c.cfg.opt
 	opt := o.shardOptions(s)
 	var fo *redis.FailoverOptions
@@ -253,7 +325,7 @@ func (c *Client) dial(s Shard, kind connKind, onConnect func(context.Context, *r
 		f := *s.Failover
 		fo = &f
 	}
-	if kind == connCommand || kind == connReader {
+	if kind == connCommand || kind == connReader || kind == connStream {
 		// Every connection that carries data is admitted by the fleet's
 		// fence (fleet_fence.go), after the caller's own step.
 		if gate := c.fleetOnConnect(s); gate != nil {
@@ -314,6 +386,14 @@ func (c *Client) dial(s Shard, kind connKind, onConnect func(context.Context, *r
 		s.Failover = fo
 	}
 
+	if wrap != nil && fo == nil {
+		base := opt.Dialer
+		if base == nil {
+			base = redis.NewDialer(opt)
+		}
+		opt.Dialer = wrap(base)
+	}
+
 	var cl *redis.Client
 	switch {
 	case fo != nil && o.NewFailoverShardClient != nil:
@@ -348,6 +428,9 @@ func (c *Client) shardHookList() []shardHook {
 // addHook adds a shard hook to the backend's command-sending clients.
 func (b *backend) addHook(newHook shardHook) {
 	b.client.AddHook(newHook(b.shard))
+	if b.stream != nil {
+		b.addStreamHook(newHook)
+	}
 	b.mu.Lock()
 	b.timeouts = nil // rebuilt with the new hook on next use
 	b.mu.Unlock()
@@ -406,6 +489,9 @@ func (b *backend) close() error {
 		_ = hb.Close()
 	}
 	err := b.client.Close()
+	if b.stream != nil {
+		err = errors.Join(err, b.stream.Close())
+	}
 	if errors.Is(err, redis.ErrClosed) {
 		err = nil
 	}

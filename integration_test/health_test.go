@@ -251,18 +251,38 @@ func startServers(t *testing.T, n int) ([]redshard.Shard, []*redistest.Server) {
 // frozen shard fail with ErrShardDown as soon as it is marked down, not
 // after ReadTimeout × retries (here 20 s × 3), and default heartbeat
 // settings detect the freeze. The time it took is logged, not asserted.
+//
+// Under AutoPipelineOptions.FullDuplex the waiting GETs ride the shard's
+// full-duplex stream, whose client has no hooks: its dialer tracks the
+// stream's connection for markDown, and send turns the severed stream's
+// errors into ErrShardDown.
 func TestFrozenShardReleasesWaitingCommands(t *testing.T) {
+	t.Run("plain", func(t *testing.T) { frozenShardReleases(t, nil) })
+	t.Run("fullduplex", func(t *testing.T) {
+		frozenShardReleases(t, func(o *redshard.Options) {
+			o.AutoPipeline = true
+			o.AutoPipelineOptions = redis.DefaultBlockingAutoPipelineOptions()
+			o.AutoPipelineOptions.FullDuplex = true
+		})
+	})
+}
+
+func frozenShardReleases(t *testing.T, with func(*redshard.Options)) {
 	ctx := context.Background()
 	shards, servers := startServers(t, 3)
 	events := make(chan redshard.ShardStateChange, 16)
-	c, err := redshard.NewClient(&redshard.Options{
+	opt := &redshard.Options{
 		Shards:       shards,
 		ShardOptions: &redis.Options{ReadTimeout: 20 * time.Second, WriteTimeout: 20 * time.Second, MaxRetries: 2},
 		Health: &redshard.HealthOptions{OnShardStateChange: func(e redshard.ShardStateChange) {
 			t.Logf("event %s down=%v err=%v", e.Shard, e.Down, e.Err)
 			events <- e
 		}},
-	})
+	}
+	if with != nil {
+		with(opt)
+	}
+	c, err := redshard.NewClient(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,6 +306,13 @@ func TestFrozenShardReleasesWaitingCommands(t *testing.T) {
 		}
 	}
 	released := time.Now()
+	// Which mechanism released them, not how fast: a GET that waited out
+	// its ReadTimeout (20 s) was released by the timeout, not by markDown
+	// severing its connection.
+	if readTimeout := opt.ShardOptions.ReadTimeout; released.Sub(frozen) >= readTimeout {
+		t.Fatalf("the waiting GETs were released %v after the freeze, past their ReadTimeout %v: markDown did not sever their connection",
+			released.Sub(frozen).Round(time.Millisecond), readTimeout)
+	}
 	if err := c.Set(ctx, keyOn(c, "shard-0", "live"), "v", 0).Err(); err != nil {
 		t.Fatalf("a live shard while another is frozen: %v", err)
 	}
