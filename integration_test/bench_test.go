@@ -4,6 +4,7 @@ package integration_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -99,4 +100,106 @@ func processCPU() (user, sys time.Duration) {
 		return 0, 0
 	}
 	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
+}
+
+// BenchmarkRealAutoPipeline compares Options.AutoPipeline, with go-redis's
+// default (half-duplex) AutoPipeliner per shard and with FullDuplex, to
+// go-redis's own AutoPipeliners per shard with the keys placed by hand
+// (the shard redshard's ring names), on four real redis-servers, 64
+// goroutines of GETs. Nothing carries a hook: under FullDuplex a hooked
+// client runs each command's hooks on a goroutine of its own. ns/op is
+// wall time per GET (its inverse is the throughput), cpu-µs/op the
+// client's CPU per GET. Run interleaved and compare same-run medians:
+//
+//	go test ./integration_test -run XX -bench RealAutoPipeline -count 5
+func BenchmarkRealAutoPipeline(b *testing.B) {
+	const (
+		shards = 4
+		keys   = 10_000
+	)
+	var list []redshard.Shard
+	for i := range shards {
+		srv := redistest.Start(b)
+		list = append(list, redshard.Shard{Name: "s" + strconv.Itoa(i), Addr: srv.Addr(), Weight: 1})
+	}
+	apOptions := func(fd bool) *redis.AutoPipelineOptions {
+		o := redis.DefaultBlockingAutoPipelineOptions()
+		o.FullDuplex = fd
+		return o
+	}
+	newRedshard := func(fd bool) *redshard.Client {
+		c, err := redshard.NewClient(&redshard.Options{Shards: list, AutoPipeline: true, AutoPipelineOptions: apOptions(fd)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { c.Close() })
+		return c
+	}
+	rs, rsFD := newRedshard(false), newRedshard(true)
+
+	ctx := context.Background()
+	val := string(make([]byte, 100))
+	names := make([]string, keys)
+	owner := make([]int, keys) // index in list of each key's shard
+	for i := range names {
+		names[i] = "bench:" + strconv.Itoa(i)
+		s, _ := rs.ShardFor(names[i])
+		owner[i] = slices.IndexFunc(list, func(x redshard.Shard) bool { return x.Name == s })
+	}
+	pipe := rs.Pipeline()
+	for _, k := range names {
+		pipe.Set(ctx, k, val, 0)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		b.Fatal(err)
+	}
+	// byHand returns the AutoPipeliners of a plain client per shard.
+	byHand := func(fd bool) []*redis.AutoPipeliner {
+		var aps []*redis.AutoPipeliner
+		for _, s := range list {
+			c := redis.NewClient(&redis.Options{Addr: s.Addr, AutoPipelineOptions: apOptions(fd)})
+			b.Cleanup(func() { c.Close() })
+			ap, err := c.AutoPipeline()
+			if err != nil {
+				b.Fatal(err)
+			}
+			aps = append(aps, ap)
+		}
+		return aps
+	}
+	hand, handFD := byHand(false), byHand(true)
+	viaRedshard := func(c *redshard.Client) func(i int) error {
+		return func(i int) error { return c.Get(ctx, names[i]).Err() }
+	}
+	viaHand := func(aps []*redis.AutoPipeliner) func(i int) error {
+		return func(i int) error { return aps[owner[i]].Get(ctx, names[i]).Err() }
+	}
+	for _, sys := range []struct {
+		name string
+		get  func(i int) error
+	}{
+		{"redshard-ap", viaRedshard(rs)},
+		{"redshard-ap-fullduplex", viaRedshard(rsFD)},
+		{"goredis-ap-per-shard", viaHand(hand)},
+		{"goredis-ap-fullduplex-per-shard", viaHand(handFD)},
+	} {
+		b.Run(sys.name, func(b *testing.B) {
+			b.SetParallelism(32) // 64 goroutines on this 2-core machine
+			user0, kern0 := processCPU()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				i := 0
+				for pb.Next() {
+					i = (i + 7919) % keys
+					if err := sys.get(i); err != nil {
+						b.Errorf("GET %s: %v", names[i], err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			user1, kern1 := processCPU()
+			b.ReportMetric(float64((user1-user0+kern1-kern0).Microseconds())/float64(b.N), "cpu-µs/op")
+		})
+	}
 }
