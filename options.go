@@ -117,14 +117,16 @@ type Options struct {
 	//
 	// With AutoPipelineOptions.FullDuplex, each shard's AutoPipeliner is
 	// go-redis's full-duplex one: one held pipeline-pool connection per
-	// shard, written and read at once. It is not faster here yet: go-redis
-	// runs the hook chain of each full-duplex command on a goroutine of its
-	// own when the client has any hook, and shard clients always have
-	// redshard's (0.60-1.14x the half-duplex default's ops/s on four
-	// servers, docs/results.md). What stays the same: the held connection
-	// comes from the shard client's pipeline pool, through its dial hook
-	// (failFast tracks it, so markDown severs it) and OnConnect (a fleet
-	// process names it and the fence admits it); the commands that go alone above still go alone
+	// shard, written and read at once, on a shard client of its own that
+	// carries no hook until the application adds a shard hook (go-redis
+	// runs each full-duplex command's hooks on a goroutine of its own when
+	// a client has any). It is not faster on a small machine: on four
+	// servers and two cores go-redis's full-duplex engine gives about half
+	// the half-duplex default's throughput (docs/results.md). What stays
+	// the same: the held connection goes through the stream client's
+	// dialer (tracked, so markDown severs it, and an I/O error while the
+	// shard is down is its ErrShardDown) and OnConnect (a fleet process
+	// names it and the fence admits it); the commands that go alone above still go alone
 	// (blocking commands never ride the stream); each command still sees
 	// every shard hook. What changes, as go-redis documents for
 	// FullDuplex: a shard hook (AddHook, AddShardHook) runs after the
