@@ -3,8 +3,12 @@ package redshard_test
 import (
 	"flag"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard"
 
 	"github.com/redshard/redshard/internal/modelcheck"
 )
@@ -74,4 +78,47 @@ func miniServers(t *testing.T, n int) []modelcheck.Server {
 		}}
 	}
 	return out
+}
+
+// TestModelAutoPipeline runs the model's scenarios with Options.AutoPipeline,
+// go-redis's default AutoPipeliner and the full-duplex one per shard: a
+// membership change, a fault and a held command in flight while commands
+// ride a shard's batches or stream. (A hold is a shard hook: under
+// FullDuplex it runs after the command's write is queued, so it holds the
+// command's answer, not its sending.)
+func TestModelAutoPipeline(t *testing.T) {
+	modes := []struct {
+		name       string
+		fullDuplex bool
+	}{{"default", false}, {"fullduplex", true}}
+	for _, mode := range modes {
+		newClient := func(shards []redshard.Shard) (*redshard.Client, error) {
+			ap := redis.DefaultBlockingAutoPipelineOptions()
+			ap.FullDuplex = mode.fullDuplex
+			return redshard.NewClient(&redshard.Options{
+				Shards:              shards,
+				Health:              &redshard.HealthOptions{Disable: true},
+				AutoPipeline:        true,
+				AutoPipelineOptions: ap,
+				ShardOptions: &redis.Options{MaxRetries: -1, DialerRetries: 1, PoolSize: 1000, DialTimeout: time.Second,
+					ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second},
+			})
+		}
+		for _, sc := range modelcheck.Scenarios {
+			if sc.Known != "" {
+				continue
+			}
+			switch sc.Name {
+			case "restarts", "held", "two-clients", "add-remove":
+			default:
+				continue
+			}
+			t.Run(mode.name+"/"+sc.Name, func(t *testing.T) {
+				modelcheck.RunSeeds(t, modelcheck.SeedOptions{
+					Scenario: sc, Seeds: modelSeedList(3, 2), Ops: *modelOps,
+					Servers: miniServers, NewClient: newClient, Printed: *modelPrint,
+				})
+			})
+		}
+	}
 }
