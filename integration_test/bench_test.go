@@ -127,15 +127,21 @@ func BenchmarkRealAutoPipeline(b *testing.B) {
 		o.FullDuplex = fd
 		return o
 	}
-	newRedshard := func(fd bool) *redshard.Client {
-		c, err := redshard.NewClient(&redshard.Options{Shards: list, AutoPipeline: true, AutoPipelineOptions: apOptions(fd)})
+	newRedshard := func(o *redis.AutoPipelineOptions) *redshard.Client {
+		c, err := redshard.NewClient(&redshard.Options{Shards: list, AutoPipeline: true, AutoPipelineOptions: o})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { c.Close() })
 		return c
 	}
-	rs, rsFD := newRedshard(false), newRedshard(true)
+	withDelay := func(d time.Duration, adaptive bool) *redis.AutoPipelineOptions {
+		o := apOptions(false)
+		o.MaxFlushDelay, o.AdaptiveDelay = d, adaptive
+		return o
+	}
+	rs, rsFD := newRedshard(apOptions(false)), newRedshard(apOptions(true))
+	rsDelay, rsAdaptive := newRedshard(withDelay(100*time.Microsecond, false)), newRedshard(withDelay(100*time.Microsecond, true))
 
 	ctx := context.Background()
 	val := string(make([]byte, 100))
@@ -180,6 +186,8 @@ func BenchmarkRealAutoPipeline(b *testing.B) {
 	}{
 		{"redshard-ap", viaRedshard(rs)},
 		{"redshard-ap-fullduplex", viaRedshard(rsFD)},
+		{"redshard-ap-delay100us", viaRedshard(rsDelay)},
+		{"redshard-ap-adaptive100us", viaRedshard(rsAdaptive)},
 		{"goredis-ap-per-shard", viaHand(hand)},
 		{"goredis-ap-fullduplex-per-shard", viaHand(handFD)},
 	} {
