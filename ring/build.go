@@ -46,11 +46,14 @@ func New(nodes []Node, cfg *Config) (*Ring, error) {
 	}
 	r := &Ring{nodes: ns, hash: c.Hash, vpw: c.VnodesPerWeight, recipe: c.Recipe}
 	starts := r.layout(total)
-	r.build(counts, starts)
+	scratch := r.build(counts, starts)
+	points := r.points
 	if r.recipe == Recipe2 {
-		r.boundaries(starts)
+		ns := make([]uint32, len(starts))
+		r.boundaries(starts, scratch, ns)
+		points, starts = scratch, ns
 	}
-	r.pack(r.points, starts)
+	r.pack(points, starts)
 	r.points = nil
 	return r, nil
 }
@@ -196,7 +199,7 @@ func chunks(pos []uint32, counts []int, w int) []chunk {
 // its buckets (sortParts). One counting sort over all the buckets would do,
 // but at millions of points its scattered writes miss the cache, where a
 // partition of a few thousand points is sorted within it.
-func (r *Ring) build(counts []int, starts []uint32) {
+func (r *Ring) build(counts []int, starts []uint32) []uint32 {
 	b := 32 - r.shift
 	ob := r.ownerBits
 	// Partitions of about 4096 points keep the last sort in cache. Their
@@ -205,7 +208,7 @@ func (r *Ring) build(counts []int, starts []uint32) {
 	p1 := min(b, max(ob, uint(max(bits.Len(uint(len(r.points))), 12))-12))
 	pshift := 32 - p1
 
-	pos := make([]uint32, len(r.points))
+	pos := make([]uint32, len(r.points), len(r.points)+inlinePoints) // see New
 	cs := chunks(pos, counts, workers(len(pos)))
 	parallel(len(cs), func(i int) {
 		c := &cs[i]
@@ -247,6 +250,7 @@ func (r *Ring) build(counts []int, starts []uint32) {
 		r.sortParts(parts, starts, i*per, min((i+1)*per, 1<<p1), b-p1)
 	})
 	starts[len(starts)-1] = sum
+	return pos
 }
 
 // generate writes the positions of nodes [lo, hi) into pos.
@@ -365,76 +369,113 @@ func (r *Ring) sortParts(parts, starts []uint32, lo, hi int, sub uint) {
 	}
 }
 
-// boundaries turns r.points, the entries of the points in order with
-// starts[b] the first of bucket b, into the entries of their boundaries
-// under Recipe2, and starts into the boundaries' buckets, in place. Point
-// j's boundary is p_j + floor(g_j/2), where g_j is the distance to the
-// next point clockwise (2^32 for a single point), rounded up to the last
+// boundaries returns the entries of the boundaries of r.points, the
+// entries of the points in order with starts[b] the first of bucket b,
+// under Recipe2, and the starts of the boundaries' buckets; out and ns
+// are where they go (len(r.points) and len(starts) long). Point j's
+// boundary is p_j + floor(g_j/2), where g_j is the distance to the next
+// point clockwise (2^32 for a single point), rounded up to the last
 // position of its block of 256, so the arcs between boundaries are the
 // keys nearest each point, and only the top 24 bits of a key's position
 // matter. The boundaries are in the points' order, except that the last
 // point's moves to the front when it wraps past 2^32 (it is then below
 // the first point's position, so below every other boundary): one pass,
-// no sort. A point's boundary lies at or before the next point, so the
-// pass writes entries and starts only where it has already read.
-func (r *Ring) boundaries(starts []uint32) {
+// no sort, split over the cores (see boundaryRun).
+func (r *Ring) boundaries(starts, out, ns []uint32) {
 	n := uint32(len(r.points))
-	ob, shift, om := r.ownerBits, r.shift, r.ownerMask
+	ob, shift := r.ownerBits, r.shift
 	nb := uint32(len(starts) - 1)
 	pts := r.points
 	posAt := func(b, j uint32) uint32 { return b<<shift | pts[j]>>ob }
-	first := posAt(r.bucketOf(starts, 0), 0)
-	lastB := r.bucketOf(starts, n-1)
-	last := posAt(lastB, n-1)
+	b0 := r.bucketOf(starts, 0)
+	first := posAt(b0, 0)
+	last := posAt(r.bucketOf(starts, n-1), n-1)
 	wrapEnd := uint64(last) + (1<<32+uint64(first)-uint64(last))/2
 	wrapped := wrapEnd >= 1<<32
-	lastOwner := pts[n-1] & om
-	rot := uint32(0) // where point j's boundary goes: j + rot
-	// The buckets before nextStart have their new start; set gives the
-	// next ones, up to the bucket of a boundary written at index out, out.
-	// Boundaries never pass the next point's bucket (buckets are at least
-	// 256 positions wide, see New), so set only writes starts the loop
-	// below has read, or, for the wrapped boundary, the starts of the
-	// buckets up to the first point's, which are 0 before and after.
-	nextStart := uint32(0)
-	set := func(upTo, out uint32) {
-		for ; nextStart <= upTo; nextStart++ {
-			starts[nextStart] = out
+	lastEntry := (uint32(wrapEnd|0xff)&r.offMask)<<ob | pts[n-1]&r.ownerMask
+	lastBucket := uint32(wrapEnd|0xff) >> shift
+	// fill sets ns[k] for k in [next, upTo] to o: the start of every
+	// bucket from next up to that of boundary o, which is the first
+	// boundary in them.
+	next := uint32(0)
+	fill := func(upTo, o uint32) {
+		for ; next <= upTo; next++ {
+			ns[next] = o
 		}
 	}
+	rot := uint32(0) // point j's boundary goes to j + rot
 	if wrapped {
 		rot = 1
-		set(uint32(wrapEnd|0xff)>>shift, 0) // the first boundary, index 0
+		out[0] = lastEntry
+		fill(lastBucket, 0)
 	}
-	// The first point, then each next one gives the previous one's boundary.
-	b0 := r.bucketOf(starts, 0)
-	prevPos, prevOwner := first, pts[0]&om
-	offMask := r.offMask
-	for b := b0; b < nb; b++ {
-		lo, hi := starts[b], starts[b+1] // read before writing starts[b]
-		if b == b0 {
-			lo++
-		}
-		for j := lo; j < hi; j++ {
-			e := pts[j]
-			p := b<<shift | e>>ob
-			bnd := (prevPos + (p-prevPos)/2) | 0xff
-			out := j - 1 + rot
-			for k := bnd >> shift; nextStart <= k; nextStart++ {
-				starts[nextStart] = out
-			}
-			pts[out] = (bnd&offMask)<<ob | prevOwner
-			prevPos, prevOwner = p, e&om
+	// The boundaries of points 0 .. n-2, in runs of about equal size.
+	m := n - 1
+	w := uint32(workers(int(n)))
+	if m < w {
+		w = 1
+	}
+	runs := make([]boundaryRun, w)
+	parallel(int(w), func(i int) {
+		lo, hi := m*uint32(i)/w, m*uint32(i+1)/w
+		runs[i] = r.boundaryRun(starts, out, ns, lo, hi, rot)
+	})
+	for i := range runs {
+		if runs[i].lo < runs[i].hi {
+			fill(runs[i].bucket, runs[i].lo+rot)
+			next = runs[i].next
 		}
 	}
 	if !wrapped {
-		bnd := uint32(wrapEnd) | 0xff
-		set(bnd>>shift, n-1)
-		pts[n-1] = (bnd&r.offMask)<<ob | lastOwner
-	} else {
-		pts[0] = (uint32(wrapEnd|0xff)&r.offMask)<<ob | lastOwner
+		out[n-1] = lastEntry
+		fill(lastBucket, n-1)
 	}
-	set(nb, n)
+	fill(nb, n)
+}
+
+// boundaryRun is what boundaryRun leaves to its caller: the starts of the
+// buckets up to bucket, that of point lo, which are those of earlier
+// boundaries or of boundary lo's, and that the buckets from next on are
+// still unset.
+type boundaryRun struct {
+	lo, hi, bucket, next uint32
+}
+
+// boundaryRun writes the boundaries of points [lo, hi) of r.points, hi <
+// len(r.points), at out[j+rot], and ns[k] for the buckets k past that of
+// point lo up to that of boundary hi-1. A boundary lies at or after its
+// point, and its bucket is at most that of the next point (buckets are at
+// least 256 positions wide, see bucketBits), so runs on consecutive points
+// write disjoint parts of ns, and it reads only r.points and starts.
+func (r *Ring) boundaryRun(starts, out, ns []uint32, lo, hi, rot uint32) boundaryRun {
+	if lo >= hi {
+		return boundaryRun{lo: lo, hi: hi}
+	}
+	ob, shift, om, offMask := r.ownerBits, r.shift, r.ownerMask, r.offMask
+	pts := r.points
+	b := r.bucketOf(starts, lo)
+	res := boundaryRun{lo: lo, hi: hi, bucket: b}
+	next := b + 1
+	prevPos, prevOwner := b<<shift|pts[lo]>>ob, pts[lo]&om
+	for j := lo + 1; j <= hi; {
+		for starts[b+1] <= j {
+			b++
+		}
+		end := min(starts[b+1], hi+1)
+		for ; j < end; j++ {
+			e := pts[j]
+			p := b<<shift | e>>ob
+			bnd := (prevPos + (p-prevPos)/2) | 0xff
+			o := j - 1 + rot
+			for k := bnd >> shift; next <= k; next++ {
+				ns[next] = o
+			}
+			out[o] = (bnd&offMask)<<ob | prevOwner
+			prevPos, prevOwner = p, e&om
+		}
+	}
+	res.next = next
+	return res
 }
 
 // bucketOf returns the bucket of point j, given the bucket starts.
