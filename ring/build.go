@@ -46,13 +46,7 @@ func New(nodes []Node, cfg *Config) (*Ring, error) {
 	}
 	r := &Ring{nodes: ns, hash: c.Hash, vpw: c.VnodesPerWeight, recipe: c.Recipe}
 	starts := r.layout(total)
-	scratch := r.build(counts, starts)
-	points := r.points
-	if r.recipe == Recipe2 {
-		ns := make([]uint32, len(starts))
-		r.boundaries(starts, scratch, ns)
-		points, starts = scratch, ns
-	}
+	points := r.build(counts, starts)
 	r.pack(points, starts)
 	r.points = nil
 	return r, nil
@@ -199,6 +193,11 @@ func chunks(pos []uint32, counts []int, w int) []chunk {
 // its buckets (sortParts). One counting sort over all the buckets would do,
 // but at millions of points its scattered writes miss the cache, where a
 // partition of a few thousand points is sorted within it.
+//
+// Under Recipe2 the last step also turns each point into its boundary
+// (see sortBoundaries), and starts into the starts of the boundaries'
+// buckets. build returns the entries pack takes, in order: r.points, or
+// under Recipe2 the boundaries', which have room for inlinePoints more.
 func (r *Ring) build(counts []int, starts []uint32) []uint32 {
 	b := 32 - r.shift
 	ob := r.ownerBits
@@ -208,7 +207,7 @@ func (r *Ring) build(counts []int, starts []uint32) []uint32 {
 	p1 := min(b, max(ob, uint(max(bits.Len(uint(len(r.points))), 12))-12))
 	pshift := 32 - p1
 
-	pos := make([]uint32, len(r.points), len(r.points)+inlinePoints) // see New
+	pos := make([]uint32, len(r.points), len(r.points)+1+inlinePoints) // see boundaries
 	cs := chunks(pos, counts, workers(len(pos)))
 	parallel(len(cs), func(i int) {
 		c := &cs[i]
@@ -246,11 +245,19 @@ func (r *Ring) build(counts []int, starts []uint32) []uint32 {
 
 	w := min(workers(len(pos)), 1<<p1)
 	per := (1<<p1 + w - 1) / w
+	if r.recipe == Recipe2 {
+		out := pos[:len(pos)+1]
+		runs := make([]boundaryRun, w)
+		parallel(w, func(i int) {
+			runs[i] = r.sortBoundaries(parts, starts, out, i*per, min((i+1)*per, 1<<p1), b-p1, pshift)
+		})
+		return r.boundaries(runs, starts, out)
+	}
 	parallel(w, func(i int) {
 		r.sortParts(parts, starts, i*per, min((i+1)*per, 1<<p1), b-p1)
 	})
 	starts[len(starts)-1] = sum
-	return pos
+	return r.points
 }
 
 // generate writes the positions of nodes [lo, hi) into pos.
@@ -369,119 +376,146 @@ func (r *Ring) sortParts(parts, starts []uint32, lo, hi int, sub uint) {
 	}
 }
 
-// boundaries returns the entries of the boundaries of r.points, the
-// entries of the points in order with starts[b] the first of bucket b,
-// under Recipe2, and the starts of the boundaries' buckets; out and ns
-// are where they go (len(r.points) and len(starts) long). Point j's
-// boundary is p_j + floor(g_j/2), where g_j is the distance to the next
-// point clockwise (2^32 for a single point), rounded up to the last
-// position of its block of 256, so the arcs between boundaries are the
-// keys nearest each point, and only the top 24 bits of a key's position
-// matter. The boundaries are in the points' order, except that the last
-// point's moves to the front when it wraps past 2^32 (it is then below
-// the first point's position, so below every other boundary): one pass,
-// no sort, split over the cores (see boundaryRun).
-func (r *Ring) boundaries(starts, out, ns []uint32) {
-	n := uint32(len(r.points))
-	ob, shift := r.ownerBits, r.shift
-	nb := uint32(len(starts) - 1)
-	pts := r.points
-	posAt := func(b, j uint32) uint32 { return b<<shift | pts[j]>>ob }
-	b0 := r.bucketOf(starts, 0)
-	first := posAt(b0, 0)
-	last := posAt(r.bucketOf(starts, n-1), n-1)
-	wrapEnd := uint64(last) + (1<<32+uint64(first)-uint64(last))/2
-	wrapped := wrapEnd >= 1<<32
-	lastEntry := (uint32(wrapEnd|0xff)&r.offMask)<<ob | pts[n-1]&r.ownerMask
-	lastBucket := uint32(wrapEnd|0xff) >> shift
-	// fill sets ns[k] for k in [next, upTo] to o: the start of every
-	// bucket from next up to that of boundary o, which is the first
-	// boundary in them.
-	next := uint32(0)
-	fill := func(upTo, o uint32) {
-		for ; next <= upTo; next++ {
-			ns[next] = o
-		}
-	}
-	rot := uint32(0) // point j's boundary goes to j + rot
-	if wrapped {
-		rot = 1
-		out[0] = lastEntry
-		fill(lastBucket, 0)
-	}
-	// The boundaries of points 0 .. n-2, in runs of about equal size.
-	m := n - 1
-	w := uint32(workers(int(n)))
-	if m < w {
-		w = 1
-	}
-	runs := make([]boundaryRun, w)
-	parallel(int(w), func(i int) {
-		lo, hi := m*uint32(i)/w, m*uint32(i+1)/w
-		runs[i] = r.boundaryRun(starts, out, ns, lo, hi, rot)
-	})
-	for i := range runs {
-		if runs[i].lo < runs[i].hi {
-			fill(runs[i].bucket, runs[i].lo+rot)
-			next = runs[i].next
-		}
-	}
-	if !wrapped {
-		out[n-1] = lastEntry
-		fill(lastBucket, n-1)
-	}
-	fill(nb, n)
-}
-
-// boundaryRun is what boundaryRun leaves to its caller: the starts of the
-// buckets up to bucket, that of point lo, which are those of earlier
-// boundaries or of boundary lo's, and that the buckets from next on are
-// still unset.
+// boundaryRun is what sortBoundaries leaves to its caller: the last of
+// its points, whose boundary depends on the next point, and the position
+// of its first.
 type boundaryRun struct {
-	lo, hi, bucket, next uint32
+	n                uint32 // points
+	first, last      uint32 // positions
+	lastOwner, lastJ uint32 // the last point's owner and index
 }
 
-// boundaryRun writes the boundaries of points [lo, hi) of r.points, hi <
-// len(r.points), at out[j+rot], and ns[k] for the buckets k past that of
-// point lo up to that of boundary hi-1. A boundary lies at or after its
-// point, and its bucket is at most that of the next point (buckets are at
-// least 256 positions wide, see bucketBits), so runs on consecutive points
-// write disjoint parts of ns, and it reads only r.points and starts.
-func (r *Ring) boundaryRun(starts, out, ns []uint32, lo, hi, rot uint32) boundaryRun {
-	if lo >= hi {
-		return boundaryRun{lo: lo, hi: hi}
-	}
+// sortBoundaries sorts partitions [lo, hi) of r.points as sortParts does,
+// but keeps their entries' bucket bits, and, while they are in the cache,
+// turns each point but the last into its boundary under Recipe2: point
+// j's boundary is p_j + floor(g_j/2), where g_j is the distance to the
+// next point clockwise, rounded up to the last position of its block of
+// 256, so the arcs between boundaries are the keys nearest each point,
+// and only the top 24 bits of a key's position matter. It writes point
+// j's boundary at out[j+1] and counts it in counts[k+1], k its bucket. A
+// boundary lies between its point and the next, so in the buckets of
+// [lo, hi): concurrent calls on other partitions write other counts.
+func (r *Ring) sortBoundaries(parts, counts, out []uint32, lo, hi int, sub, pshift uint) boundaryRun {
 	ob, shift, om, offMask := r.ownerBits, r.shift, r.ownerMask, r.offMask
-	pts := r.points
-	b := r.bucketOf(starts, lo)
-	res := boundaryRun{lo: lo, hi: hi, bucket: b}
-	next := b + 1
-	prevPos, prevOwner := b<<shift|pts[lo]>>ob, pts[lo]&om
-	for j := lo + 1; j <= hi; {
-		for starts[b+1] <= j {
-			b++
-		}
-		end := min(starts[b+1], hi+1)
-		for ; j < end; j++ {
-			e := pts[j]
-			p := b<<shift | e>>ob
-			bnd := (prevPos + (p-prevPos)/2) | 0xff
-			o := j - 1 + rot
-			for k := bnd >> shift; next <= k; next++ {
-				ns[next] = o
-			}
-			out[o] = (bnd&offMask)<<ob | prevOwner
-			prevPos, prevOwner = p, e&om
-		}
+	low := r.shift + ob // entry >> low is the bucket in the partition
+	nd := (r.shift + 10) / 11
+	dw := uint(0)
+	if nd > 0 {
+		dw = (r.shift + nd - 1) / nd
 	}
-	res.next = next
-	return res
+	dmask := uint32(uint64(1)<<dw - 1)
+	hist := make([]uint32, nd<<dw)
+	bh := make([]uint32, 1<<sub)
+	var bufs [2][]uint32
+	var run boundaryRun
+	var prevPos, prevOwner uint32
+	for part := lo; part < hi; part++ {
+		first, end := parts[part], parts[part+1]
+		in := r.points[first:end]
+		if len(in) < 64 {
+			insertionSort(in)
+		} else {
+			clear(hist)
+			clear(bh)
+			if nd == 1 {
+				for _, e := range in {
+					bh[e>>low]++
+					hist[e>>ob&dmask]++
+				}
+			} else {
+				for _, e := range in {
+					bh[e>>low]++
+					for d := range nd {
+						hist[d<<dw+uint(e>>(ob+d*dw)&dmask)]++
+					}
+				}
+			}
+			for d := range nd + 1 {
+				h, key, sh := bh, uint32(1<<sub-1), low
+				if d < nd {
+					h, key, sh = hist[d<<dw:(d+1)<<dw], dmask, ob+d*dw
+				}
+				exclusiveSum(h, 0)
+				if cap(bufs[d%2]) < len(in) {
+					bufs[d%2] = make([]uint32, 2*len(in))
+				}
+				o := bufs[d%2][:len(in)]
+				for _, e := range in {
+					k := e >> sh & key
+					o[h[k]] = e
+					h[k]++
+				}
+				in = o
+			}
+		}
+		if len(in) == 0 {
+			continue
+		}
+		base := uint32(part) << pshift
+		j := first
+		if run.n == 0 {
+			run.first = base | in[0]>>ob
+			prevPos, prevOwner = run.first, in[0]&om
+			in = in[1:]
+			j++
+		}
+		for _, e := range in {
+			p := base | e>>ob
+			bnd := (prevPos + (p-prevPos)/2) | 0xff
+			out[j] = (bnd&offMask)<<ob | prevOwner
+			counts[bnd>>shift+1]++
+			prevPos, prevOwner = p, e&om
+			j++
+		}
+		run.n += end - first
+		run.lastJ = j - 1
+	}
+	run.last, run.lastOwner = prevPos, prevOwner
+	return run
 }
 
-// bucketOf returns the bucket of point j, given the bucket starts.
-func (r *Ring) bucketOf(starts []uint32, j uint32) uint32 {
-	b, _ := slices.BinarySearch(starts[:len(starts)-1], j+1)
-	return uint32(b - 1)
+// boundaries finishes the boundaries runs of sortBoundaries left: those of
+// the last point of each run, the last of all wrapping past 2^32 to the
+// first point. They are in the points' order, except that the last
+// point's moves to the front when it wraps (it is then below the first
+// point's position, so below every other boundary); that gives the
+// entries, out[0:n] or out[1:n+1], and the counts of their buckets, in
+// starts, the starts.
+func (r *Ring) boundaries(runs []boundaryRun, starts, out []uint32) []uint32 {
+	ob, shift := r.ownerBits, r.shift
+	n := uint32(len(out) - 1)
+	var prev *boundaryRun
+	for i := range runs {
+		if runs[i].n == 0 {
+			continue
+		}
+		if prev != nil {
+			bnd := (prev.last + (runs[i].first-prev.last)/2) | 0xff
+			out[prev.lastJ+1] = (bnd&r.offMask)<<ob | prev.lastOwner
+			starts[bnd>>shift+1]++
+		}
+		prev = &runs[i]
+	}
+	first := runs[0].first
+	for i := range runs {
+		if runs[i].n > 0 {
+			first = runs[i].first
+			break
+		}
+	}
+	wrapEnd := uint64(prev.last) + (1<<32+uint64(first)-uint64(prev.last))/2
+	bnd := uint32(wrapEnd) | 0xff
+	e := (bnd&r.offMask)<<ob | prev.lastOwner
+	starts[bnd>>shift+1]++
+	for b := 1; b < len(starts); b++ {
+		starts[b] += starts[b-1]
+	}
+	if wrapEnd >= 1<<32 {
+		out[0] = e
+		return out[:n]
+	}
+	out[n] = e
+	return out[1:]
 }
 
 // exclusiveSum replaces each count with base plus the sum of those before.
