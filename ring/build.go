@@ -332,12 +332,20 @@ func (r *Ring) sortParts(parts, starts []uint32, lo, hi int, sub uint) {
 			continue
 		}
 		clear(hist)
-		if nd == 1 { // the usual case, without the inner loop
+		switch nd { // the usual cases without the inner loop
+		case 1:
 			for _, e := range src {
 				bk[e>>low]++
 				hist[e>>ob&dmask]++
 			}
-		} else {
+		case 2:
+			h0, h1 := hist[:1<<dw], hist[1<<dw:2<<dw]
+			for _, e := range src {
+				bk[e>>low]++
+				h0[e>>ob&dmask]++
+				h1[e>>(ob+dw)&dmask]++
+			}
+		default:
 			for _, e := range src {
 				bk[e>>low]++
 				for d := range nd {
@@ -417,12 +425,20 @@ func (r *Ring) sortBoundaries(parts, counts, out []uint32, lo, hi int, sub, pshi
 		} else {
 			clear(hist)
 			clear(bh)
-			if nd == 1 {
+			switch nd {
+			case 1:
 				for _, e := range in {
 					bh[e>>low]++
 					hist[e>>ob&dmask]++
 				}
-			} else {
+			case 2: // the usual case at a million points
+				h0, h1 := hist[:1<<dw], hist[1<<dw:2<<dw]
+				for _, e := range in {
+					bh[e>>low]++
+					h0[e>>ob&dmask]++
+					h1[e>>(ob+dw)&dmask]++
+				}
+			default:
 				for _, e := range in {
 					bh[e>>low]++
 					for d := range nd {
