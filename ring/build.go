@@ -405,15 +405,12 @@ type boundaryRun struct {
 // [lo, hi): concurrent calls on other partitions write other counts.
 func (r *Ring) sortBoundaries(parts, counts, out []uint32, lo, hi int, sub, pshift uint) boundaryRun {
 	ob, shift, om, offMask := r.ownerBits, r.shift, r.ownerMask, r.offMask
-	low := r.shift + ob // entry >> low is the bucket in the partition
-	nd := (r.shift + 10) / 11
-	dw := uint(0)
-	if nd > 0 {
-		dw = (r.shift + nd - 1) / nd
-	}
+	// An LSD radix sort on the pshift bits of position in the entries, in
+	// digits of at most 11 bits, so that counts stay in L1.
+	nd := (pshift + 10) / 11
+	dw := (pshift + nd - 1) / nd
 	dmask := uint32(uint64(1)<<dw - 1)
 	hist := make([]uint32, nd<<dw)
-	bh := make([]uint32, 1<<sub)
 	var bufs [2][]uint32
 	var run boundaryRun
 	var prevPos, prevOwner uint32
@@ -424,40 +421,36 @@ func (r *Ring) sortBoundaries(parts, counts, out []uint32, lo, hi int, sub, pshi
 			insertionSort(in)
 		} else {
 			clear(hist)
-			clear(bh)
 			switch nd {
-			case 1:
-				for _, e := range in {
-					bh[e>>low]++
-					hist[e>>ob&dmask]++
-				}
 			case 2: // the usual case at a million points
 				h0, h1 := hist[:1<<dw], hist[1<<dw:2<<dw]
 				for _, e := range in {
-					bh[e>>low]++
 					h0[e>>ob&dmask]++
 					h1[e>>(ob+dw)&dmask]++
 				}
+			case 3:
+				h0, h1, h2 := hist[:1<<dw], hist[1<<dw:2<<dw], hist[2<<dw:3<<dw]
+				for _, e := range in {
+					h0[e>>ob&dmask]++
+					h1[e>>(ob+dw)&dmask]++
+					h2[e>>(ob+2*dw)&dmask]++
+				}
 			default:
 				for _, e := range in {
-					bh[e>>low]++
 					for d := range nd {
 						hist[d<<dw+uint(e>>(ob+d*dw)&dmask)]++
 					}
 				}
 			}
-			for d := range nd + 1 {
-				h, key, sh := bh, uint32(1<<sub-1), low
-				if d < nd {
-					h, key, sh = hist[d<<dw:(d+1)<<dw], dmask, ob+d*dw
-				}
+			for d := range nd {
+				h, sh := hist[d<<dw:(d+1)<<dw], ob+d*dw
 				exclusiveSum(h, 0)
 				if cap(bufs[d%2]) < len(in) {
 					bufs[d%2] = make([]uint32, 2*len(in))
 				}
 				o := bufs[d%2][:len(in)]
 				for _, e := range in {
-					k := e >> sh & key
+					k := e >> sh & dmask
 					o[h[k]] = e
 					h[k]++
 				}
