@@ -46,10 +46,39 @@ func New(nodes []Node, cfg *Config) (*Ring, error) {
 	}
 	r := &Ring{nodes: ns, hash: c.Hash, vpw: c.VnodesPerWeight, recipe: c.Recipe}
 	starts := r.layout(total)
-	points := r.build(counts, starts)
+	sc := getScratch(total)
+	r.points = sc.points[:total]
+	points := r.build(counts, starts, sc.pos[:total])
 	r.pack(points, starts)
 	r.points = nil
+	putScratch(sc)
 	return r, nil
+}
+
+// scratch is the working memory of a build, points to sort and their
+// positions, which no ring keeps. Builds of big rings take it from
+// scratchPool, to spare allocating and zeroing 8 bytes a point and the
+// garbage collections that would follow.
+type scratch struct{ points, pos []uint32 }
+
+var scratchPool sync.Pool
+
+// getScratch returns scratch for total points: each slice has room for
+// 1+inlinePoints more (see build and pack).
+func getScratch(total int) *scratch {
+	n := total + 1 + inlinePoints
+	if total >= parallelPoints {
+		if sc, _ := scratchPool.Get().(*scratch); sc != nil && cap(sc.points) >= n {
+			return sc
+		}
+	}
+	return &scratch{points: make([]uint32, n), pos: make([]uint32, n)}
+}
+
+func putScratch(sc *scratch) {
+	if len(sc.points)-1-inlinePoints >= parallelPoints {
+		scratchPool.Put(sc)
+	}
 }
 
 // prepare validates nodes and returns them sorted by name and normalised,
@@ -106,16 +135,16 @@ const pad = 4
 
 // layout chooses the bucket and packing parameters for total points: two to
 // four points per bucket, and enough bucket bits that a bucket offset and a
-// node index fit together in 32 bits. It allocates r.points, which pack
-// turns into the final layout, and returns a zeroed slice for the first
-// point of each bucket.
+// node index fit together in 32 bits. It returns a zeroed slice for the
+// first point of each bucket. r.points, which pack turns into the final
+// layout, is for the caller to set: total entries with room for
+// inlinePoints more.
 func (r *Ring) layout(total int) []uint32 {
 	r.ownerBits = uint(bits.Len(uint(len(r.nodes) - 1)))
 	r.ownerMask = uint32(1)<<r.ownerBits - 1
 	b := bucketBits(total, r.ownerBits, r.recipe)
 	r.shift = 32 - b
 	r.offMask = uint32(uint64(1)<<r.shift - 1)
-	r.points = make([]uint32, total, total+inlinePoints) // see pack
 	return make([]uint32, 1<<b+1)
 }
 
@@ -198,7 +227,9 @@ func chunks(pos []uint32, counts []int, w int) []chunk {
 // (see sortBoundaries), and starts into the starts of the boundaries'
 // buckets. build returns the entries pack takes, in order: r.points, or
 // under Recipe2 the boundaries', which have room for inlinePoints more.
-func (r *Ring) build(counts []int, starts []uint32) []uint32 {
+// pos is scratch for the points' positions, len(r.points) long with room
+// for 1+inlinePoints more.
+func (r *Ring) build(counts []int, starts, pos []uint32) []uint32 {
 	b := 32 - r.shift
 	ob := r.ownerBits
 	// Partitions of about 4096 points keep the last sort in cache. Their
@@ -207,7 +238,6 @@ func (r *Ring) build(counts []int, starts []uint32) []uint32 {
 	p1 := min(b, max(ob, uint(max(bits.Len(uint(len(r.points))), 12))-12))
 	pshift := 32 - p1
 
-	pos := make([]uint32, len(r.points), len(r.points)+1+inlinePoints) // see boundaries
 	cs := chunks(pos, counts, workers(len(pos)))
 	parallel(len(cs), func(i int) {
 		c := &cs[i]

@@ -63,6 +63,7 @@ func slowLayout(t *testing.T, nodes []Node, cfg *Config) *Ring {
 		r.recipe = Recipe1
 	}
 	starts := r.layout(total)
+	r.points = make([]uint32, total, total+inlinePoints)
 	for j, p := range pts {
 		r.points[j] = (p.pos&r.offMask)<<r.ownerBits | p.owner
 		starts[p.pos>>r.shift+1]++
