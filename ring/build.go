@@ -223,9 +223,9 @@ func chunks(pos []uint32, counts []int, w int) []chunk {
 // but at millions of points its scattered writes miss the cache, where a
 // partition of a few thousand points is sorted within it.
 //
-// Under Recipe2 the last step also turns each point into its boundary
-// (see sortBoundaries), and starts into the starts of the boundaries'
-// buckets. build returns the entries pack takes, in order: r.points, or
+// Under Recipe2 the last step sorts on the whole position and turns each
+// point into its boundary (sortBoundaries), and starts become the starts
+// of the boundaries' buckets. build returns the entries pack takes, in order: r.points, or
 // under Recipe2 the boundaries', which have room for inlinePoints more.
 // pos is scratch for the points' positions, len(r.points) long with room
 // for 1+inlinePoints more.
@@ -279,7 +279,7 @@ func (r *Ring) build(counts []int, starts, pos []uint32) []uint32 {
 		out := pos[:len(pos)+1]
 		runs := make([]boundaryRun, w)
 		parallel(w, func(i int) {
-			runs[i] = r.sortBoundaries(parts, starts, out, i*per, min((i+1)*per, 1<<p1), b-p1, pshift)
+			runs[i] = r.sortBoundaries(parts, starts, out, i*per, min((i+1)*per, 1<<p1), pshift)
 		})
 		return r.boundaries(runs, starts, out)
 	}
@@ -423,8 +423,9 @@ type boundaryRun struct {
 	lastOwner, lastJ uint32 // the last point's owner and index
 }
 
-// sortBoundaries sorts partitions [lo, hi) of r.points as sortParts does,
-// but keeps their entries' bucket bits, and, while they are in the cache,
+// sortBoundaries sorts partitions [lo, hi) of r.points, an LSD radix sort
+// on the pshift bits of position in their entries (stable, so that ties
+// keep the node order of the scatter), and, while they are in the cache,
 // turns each point but the last into its boundary under Recipe2: point
 // j's boundary is p_j + floor(g_j/2), where g_j is the distance to the
 // next point clockwise, rounded up to the last position of its block of
@@ -432,8 +433,8 @@ type boundaryRun struct {
 // and only the top 24 bits of a key's position matter. It writes point
 // j's boundary at out[j+1] and counts it in counts[k+1], k its bucket. A
 // boundary lies between its point and the next, so in the buckets of
-// [lo, hi): concurrent calls on other partitions write other counts.
-func (r *Ring) sortBoundaries(parts, counts, out []uint32, lo, hi int, sub, pshift uint) boundaryRun {
+// partitions [lo, hi): concurrent calls on others write other counts.
+func (r *Ring) sortBoundaries(parts, counts, out []uint32, lo, hi int, pshift uint) boundaryRun {
 	ob, shift, om, offMask := r.ownerBits, r.shift, r.ownerMask, r.offMask
 	// An LSD radix sort on the pshift bits of position in the entries, in
 	// digits of at most 11 bits, so that counts stay in L1.
