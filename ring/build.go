@@ -56,18 +56,24 @@ func New(nodes []Node, cfg *Config) (*Ring, error) {
 }
 
 // scratch is the working memory of a build, points to sort and their
-// positions, which no ring keeps. Builds of big rings take it from
-// scratchPool, to spare allocating and zeroing 8 bytes a point and the
-// garbage collections that would follow.
+// positions, which no ring keeps. Builds of pooledPoints points take it
+// from scratchPool, to spare allocating and zeroing 8 bytes a point and
+// the garbage collections that would follow.
 type scratch struct{ points, pos []uint32 }
 
 var scratchPool sync.Pool
+
+// pooledPoints is the range of ring sizes whose builds reuse scratch: from
+// where New works on several cores up to 2^21 points (16 MiB of scratch,
+// a Recipe2 ring of 2000 shards), so that the pool does not hold on to
+// the 64 MiB of a Recipe1 ring of 1000 shards.
+func pooledPoints(total int) bool { return total >= parallelPoints && total <= 1<<21 }
 
 // getScratch returns scratch for total points: each slice has room for
 // 1+inlinePoints more (see build and pack).
 func getScratch(total int) *scratch {
 	n := total + 1 + inlinePoints
-	if total >= parallelPoints {
+	if pooledPoints(total) {
 		if sc, _ := scratchPool.Get().(*scratch); sc != nil && cap(sc.points) >= n {
 			return sc
 		}
@@ -76,7 +82,7 @@ func getScratch(total int) *scratch {
 }
 
 func putScratch(sc *scratch) {
-	if len(sc.points)-1-inlinePoints >= parallelPoints {
+	if pooledPoints(len(sc.points) - 1 - inlinePoints) {
 		scratchPool.Put(sc)
 	}
 }
