@@ -46,13 +46,45 @@ func New(nodes []Node, cfg *Config) (*Ring, error) {
 	}
 	r := &Ring{nodes: ns, hash: c.Hash, vpw: c.VnodesPerWeight, recipe: c.Recipe}
 	starts := r.layout(total)
-	r.build(counts, starts)
-	if r.recipe == Recipe2 {
-		r.boundaries(starts)
-	}
-	r.pack(r.points, starts)
+	sc := getScratch(total)
+	r.points = sc.points[:total]
+	points := r.build(counts, starts, sc.pos[:total])
+	r.pack(points, starts)
 	r.points = nil
+	putScratch(sc)
 	return r, nil
+}
+
+// scratch is the working memory of a build, points to sort and their
+// positions, which no ring keeps. Builds of pooledPoints points take it
+// from scratchPool, to spare allocating and zeroing 8 bytes a point and
+// the garbage collections that would follow.
+type scratch struct{ points, pos []uint32 }
+
+var scratchPool sync.Pool
+
+// pooledPoints is the range of ring sizes whose builds reuse scratch: from
+// where New works on several cores up to 2^21 points (16 MiB of scratch,
+// a Recipe2 ring of 2000 shards), so that the pool does not hold on to
+// the 64 MiB of a Recipe1 ring of 1000 shards.
+func pooledPoints(total int) bool { return total >= parallelPoints && total <= 1<<21 }
+
+// getScratch returns scratch for total points: each slice has room for
+// 1+inlinePoints more (see build and pack).
+func getScratch(total int) *scratch {
+	n := total + 1 + inlinePoints
+	if pooledPoints(total) {
+		if sc, _ := scratchPool.Get().(*scratch); sc != nil && cap(sc.points) >= n {
+			return sc
+		}
+	}
+	return &scratch{points: make([]uint32, n), pos: make([]uint32, n)}
+}
+
+func putScratch(sc *scratch) {
+	if pooledPoints(len(sc.points) - 1 - inlinePoints) {
+		scratchPool.Put(sc)
+	}
 }
 
 // prepare validates nodes and returns them sorted by name and normalised,
@@ -109,16 +141,16 @@ const pad = 4
 
 // layout chooses the bucket and packing parameters for total points: two to
 // four points per bucket, and enough bucket bits that a bucket offset and a
-// node index fit together in 32 bits. It allocates r.points, which pack
-// turns into the final layout, and returns a zeroed slice for the first
-// point of each bucket.
+// node index fit together in 32 bits. It returns a zeroed slice for the
+// first point of each bucket. r.points, which pack turns into the final
+// layout, is for the caller to set: total entries with room for
+// inlinePoints more.
 func (r *Ring) layout(total int) []uint32 {
 	r.ownerBits = uint(bits.Len(uint(len(r.nodes) - 1)))
 	r.ownerMask = uint32(1)<<r.ownerBits - 1
 	b := bucketBits(total, r.ownerBits, r.recipe)
 	r.shift = 32 - b
 	r.offMask = uint32(uint64(1)<<r.shift - 1)
-	r.points = make([]uint32, total, total+inlinePoints) // see pack
 	return make([]uint32, 1<<b+1)
 }
 
@@ -196,7 +228,14 @@ func chunks(pos []uint32, counts []int, w int) []chunk {
 // its buckets (sortParts). One counting sort over all the buckets would do,
 // but at millions of points its scattered writes miss the cache, where a
 // partition of a few thousand points is sorted within it.
-func (r *Ring) build(counts []int, starts []uint32) {
+//
+// Under Recipe2 the last step sorts on the whole position and turns each
+// point into its boundary (sortBoundaries), and starts become the starts
+// of the boundaries' buckets. build returns the entries pack takes, in order: r.points, or
+// under Recipe2 the boundaries', which have room for inlinePoints more.
+// pos is scratch for the points' positions, len(r.points) long with room
+// for 1+inlinePoints more.
+func (r *Ring) build(counts []int, starts, pos []uint32) []uint32 {
 	b := 32 - r.shift
 	ob := r.ownerBits
 	// Partitions of about 4096 points keep the last sort in cache. Their
@@ -205,7 +244,6 @@ func (r *Ring) build(counts []int, starts []uint32) {
 	p1 := min(b, max(ob, uint(max(bits.Len(uint(len(r.points))), 12))-12))
 	pshift := 32 - p1
 
-	pos := make([]uint32, len(r.points))
 	cs := chunks(pos, counts, workers(len(pos)))
 	parallel(len(cs), func(i int) {
 		c := &cs[i]
@@ -243,10 +281,19 @@ func (r *Ring) build(counts []int, starts []uint32) {
 
 	w := min(workers(len(pos)), 1<<p1)
 	per := (1<<p1 + w - 1) / w
+	if r.recipe == Recipe2 {
+		out := pos[:len(pos)+1]
+		runs := make([]boundaryRun, w)
+		parallel(w, func(i int) {
+			runs[i] = r.sortBoundaries(parts, starts, out, i*per, min((i+1)*per, 1<<p1), pshift)
+		})
+		return r.boundaries(runs, starts, out)
+	}
 	parallel(w, func(i int) {
 		r.sortParts(parts, starts, i*per, min((i+1)*per, 1<<p1), b-p1)
 	})
 	starts[len(starts)-1] = sum
+	return r.points
 }
 
 // generate writes the positions of nodes [lo, hi) into pos.
@@ -321,12 +368,20 @@ func (r *Ring) sortParts(parts, starts []uint32, lo, hi int, sub uint) {
 			continue
 		}
 		clear(hist)
-		if nd == 1 { // the usual case, without the inner loop
+		switch nd { // the usual cases without the inner loop
+		case 1:
 			for _, e := range src {
 				bk[e>>low]++
 				hist[e>>ob&dmask]++
 			}
-		} else {
+		case 2:
+			h0, h1 := hist[:1<<dw], hist[1<<dw:2<<dw]
+			for _, e := range src {
+				bk[e>>low]++
+				h0[e>>ob&dmask]++
+				h1[e>>(ob+dw)&dmask]++
+			}
+		default:
 			for _, e := range src {
 				bk[e>>low]++
 				for d := range nd {
@@ -365,82 +420,148 @@ func (r *Ring) sortParts(parts, starts []uint32, lo, hi int, sub uint) {
 	}
 }
 
-// boundaries turns r.points, the entries of the points in order with
-// starts[b] the first of bucket b, into the entries of their boundaries
-// under Recipe2, and starts into the boundaries' buckets, in place. Point
-// j's boundary is p_j + floor(g_j/2), where g_j is the distance to the
-// next point clockwise (2^32 for a single point), rounded up to the last
-// position of its block of 256, so the arcs between boundaries are the
-// keys nearest each point, and only the top 24 bits of a key's position
-// matter. The boundaries are in the points' order, except that the last
-// point's moves to the front when it wraps past 2^32 (it is then below
-// the first point's position, so below every other boundary): one pass,
-// no sort. A point's boundary lies at or before the next point, so the
-// pass writes entries and starts only where it has already read.
-func (r *Ring) boundaries(starts []uint32) {
-	n := uint32(len(r.points))
-	ob, shift, om := r.ownerBits, r.shift, r.ownerMask
-	nb := uint32(len(starts) - 1)
-	pts := r.points
-	posAt := func(b, j uint32) uint32 { return b<<shift | pts[j]>>ob }
-	first := posAt(r.bucketOf(starts, 0), 0)
-	lastB := r.bucketOf(starts, n-1)
-	last := posAt(lastB, n-1)
-	wrapEnd := uint64(last) + (1<<32+uint64(first)-uint64(last))/2
-	wrapped := wrapEnd >= 1<<32
-	lastOwner := pts[n-1] & om
-	rot := uint32(0) // where point j's boundary goes: j + rot
-	// The buckets before nextStart have their new start; set gives the
-	// next ones, up to the bucket of a boundary written at index out, out.
-	// Boundaries never pass the next point's bucket (buckets are at least
-	// 256 positions wide, see New), so set only writes starts the loop
-	// below has read, or, for the wrapped boundary, the starts of the
-	// buckets up to the first point's, which are 0 before and after.
-	nextStart := uint32(0)
-	set := func(upTo, out uint32) {
-		for ; nextStart <= upTo; nextStart++ {
-			starts[nextStart] = out
-		}
-	}
-	if wrapped {
-		rot = 1
-		set(uint32(wrapEnd|0xff)>>shift, 0) // the first boundary, index 0
-	}
-	// The first point, then each next one gives the previous one's boundary.
-	b0 := r.bucketOf(starts, 0)
-	prevPos, prevOwner := first, pts[0]&om
-	offMask := r.offMask
-	for b := b0; b < nb; b++ {
-		lo, hi := starts[b], starts[b+1] // read before writing starts[b]
-		if b == b0 {
-			lo++
-		}
-		for j := lo; j < hi; j++ {
-			e := pts[j]
-			p := b<<shift | e>>ob
-			bnd := (prevPos + (p-prevPos)/2) | 0xff
-			out := j - 1 + rot
-			for k := bnd >> shift; nextStart <= k; nextStart++ {
-				starts[nextStart] = out
-			}
-			pts[out] = (bnd&offMask)<<ob | prevOwner
-			prevPos, prevOwner = p, e&om
-		}
-	}
-	if !wrapped {
-		bnd := uint32(wrapEnd) | 0xff
-		set(bnd>>shift, n-1)
-		pts[n-1] = (bnd&r.offMask)<<ob | lastOwner
-	} else {
-		pts[0] = (uint32(wrapEnd|0xff)&r.offMask)<<ob | lastOwner
-	}
-	set(nb, n)
+// boundaryRun is what sortBoundaries leaves to its caller: the last of
+// its points, whose boundary depends on the next point, and the position
+// of its first.
+type boundaryRun struct {
+	n                uint32 // points
+	first, last      uint32 // positions
+	lastOwner, lastJ uint32 // the last point's owner and index
 }
 
-// bucketOf returns the bucket of point j, given the bucket starts.
-func (r *Ring) bucketOf(starts []uint32, j uint32) uint32 {
-	b, _ := slices.BinarySearch(starts[:len(starts)-1], j+1)
-	return uint32(b - 1)
+// sortBoundaries sorts partitions [lo, hi) of r.points, an LSD radix sort
+// on the pshift bits of position in their entries (stable, so that ties
+// keep the node order of the scatter), and, while they are in the cache,
+// turns each point but the last into its boundary under Recipe2: point
+// j's boundary is p_j + floor(g_j/2), where g_j is the distance to the
+// next point clockwise, rounded up to the last position of its block of
+// 256, so the arcs between boundaries are the keys nearest each point,
+// and only the top 24 bits of a key's position matter. It writes point
+// j's boundary at out[j+1] and counts it in counts[k+1], k its bucket. A
+// boundary lies between its point and the next, so in the buckets of
+// partitions [lo, hi): concurrent calls on others write other counts.
+func (r *Ring) sortBoundaries(parts, counts, out []uint32, lo, hi int, pshift uint) boundaryRun {
+	ob, shift, om, offMask := r.ownerBits, r.shift, r.ownerMask, r.offMask
+	// An LSD radix sort on the pshift bits of position in the entries, in
+	// digits of at most 11 bits, so that counts stay in L1.
+	nd := (pshift + 10) / 11
+	dw := (pshift + nd - 1) / nd
+	dmask := uint32(uint64(1)<<dw - 1)
+	hist := make([]uint32, nd<<dw)
+	var bufs [2][]uint32
+	var run boundaryRun
+	var prevPos, prevOwner uint32
+	for part := lo; part < hi; part++ {
+		first, end := parts[part], parts[part+1]
+		in := r.points[first:end]
+		if len(in) < 64 {
+			insertionSort(in)
+		} else {
+			clear(hist)
+			switch nd {
+			case 2: // the usual case at a million points
+				h0, h1 := hist[:1<<dw], hist[1<<dw:2<<dw]
+				for _, e := range in {
+					h0[e>>ob&dmask]++
+					h1[e>>(ob+dw)&dmask]++
+				}
+			case 3:
+				h0, h1, h2 := hist[:1<<dw], hist[1<<dw:2<<dw], hist[2<<dw:3<<dw]
+				for _, e := range in {
+					h0[e>>ob&dmask]++
+					h1[e>>(ob+dw)&dmask]++
+					h2[e>>(ob+2*dw)&dmask]++
+				}
+			default:
+				for _, e := range in {
+					for d := range nd {
+						hist[d<<dw+uint(e>>(ob+d*dw)&dmask)]++
+					}
+				}
+			}
+			for d := range nd {
+				h, sh := hist[d<<dw:(d+1)<<dw], ob+d*dw
+				exclusiveSum(h, 0)
+				if cap(bufs[d%2]) < len(in) {
+					bufs[d%2] = make([]uint32, 2*len(in))
+				}
+				o := bufs[d%2][:len(in)]
+				for _, e := range in {
+					k := e >> sh & dmask
+					o[h[k]] = e
+					h[k]++
+				}
+				in = o
+			}
+		}
+		if len(in) == 0 {
+			continue
+		}
+		base := uint32(part) << pshift
+		j := first
+		if run.n == 0 {
+			run.first = base | in[0]>>ob
+			prevPos, prevOwner = run.first, in[0]&om
+			in = in[1:]
+			j++
+		}
+		for _, e := range in {
+			p := base | e>>ob
+			bnd := (prevPos + (p-prevPos)/2) | 0xff
+			out[j] = (bnd&offMask)<<ob | prevOwner
+			counts[bnd>>shift+1]++
+			prevPos, prevOwner = p, e&om
+			j++
+		}
+		run.n += end - first
+		run.lastJ = j - 1
+	}
+	run.last, run.lastOwner = prevPos, prevOwner
+	return run
+}
+
+// boundaries finishes the boundaries runs of sortBoundaries left: those of
+// the last point of each run, the last of all wrapping past 2^32 to the
+// first point. They are in the points' order, except that the last
+// point's moves to the front when it wraps (it is then below the first
+// point's position, so below every other boundary); that gives the
+// entries, out[0:n] or out[1:n+1], and the counts of their buckets, in
+// starts, the starts.
+func (r *Ring) boundaries(runs []boundaryRun, starts, out []uint32) []uint32 {
+	ob, shift := r.ownerBits, r.shift
+	n := uint32(len(out) - 1)
+	var prev *boundaryRun
+	for i := range runs {
+		if runs[i].n == 0 {
+			continue
+		}
+		if prev != nil {
+			bnd := (prev.last + (runs[i].first-prev.last)/2) | 0xff
+			out[prev.lastJ+1] = (bnd&r.offMask)<<ob | prev.lastOwner
+			starts[bnd>>shift+1]++
+		}
+		prev = &runs[i]
+	}
+	first := runs[0].first
+	for i := range runs {
+		if runs[i].n > 0 {
+			first = runs[i].first
+			break
+		}
+	}
+	wrapEnd := uint64(prev.last) + (1<<32+uint64(first)-uint64(prev.last))/2
+	bnd := uint32(wrapEnd) | 0xff
+	e := (bnd&r.offMask)<<ob | prev.lastOwner
+	starts[bnd>>shift+1]++
+	for b := 1; b < len(starts); b++ {
+		starts[b] += starts[b-1]
+	}
+	if wrapEnd >= 1<<32 {
+		out[0] = e
+		return out[:n]
+	}
+	out[n] = e
+	return out[1:]
 }
 
 // exclusiveSum replaces each count with base plus the sum of those before.

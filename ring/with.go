@@ -25,6 +25,7 @@ func (r *Ring) With(nodes []Node) (*Ring, error) {
 	}
 	nr := &Ring{nodes: ns, hash: r.hash, vpw: r.vpw, recipe: r.recipe}
 	starts := nr.layout(total)
+	nr.points = make([]uint32, total, total+inlinePoints) // see pack
 
 	// remap[old] is the new index of an old node kept as is, else -1.
 	remap := make([]int32, len(r.nodes))
