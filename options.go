@@ -108,7 +108,9 @@ type Options struct {
 	// Registry, when set, is where the client takes its shard list from:
 	// the ring config a fleet shares (package registry; the document is the
 	// JSON LoadConfig reads, of which only "shards", "vnodes_per_weight"
-	// and "ring_recipe" are used). Shards must then be empty. NewClient reads the config,
+	// and "ring_recipe" are used; a Sentinel shard's "sentinel" names its
+	// master and Sentinels, and the process connects to it with
+	// FailoverShardOptions). Shards must then be empty. NewClient reads the config,
 	// and the client follows every change by itself, phase by phase,
 	// reporting itself as a member of the fleet (docs/membership.md,
 	// "A fleet"). SetShards is refused. The client does not close the
