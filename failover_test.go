@@ -1,8 +1,12 @@
 package redshard
 
 import (
+	"context"
+	"crypto/tls"
+	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -62,5 +66,49 @@ func TestFailoverTemplateCopiesEverySharedField(t *testing.T) {
 		if !same {
 			t.Errorf("FailoverOptions.%s = %v, want %v (failoverTemplate does not copy it)", name, got, want)
 		}
+	}
+}
+
+func TestSameFailover(t *testing.T) {
+	onConnect := func(context.Context, *redis.Conn) error { return nil }
+	other := func(context.Context, *redis.Conn) error { return errors.New("other") }
+	tlsA, tlsB := &tls.Config{}, &tls.Config{}
+	base := func() *redis.FailoverOptions {
+		return &redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"s1:26379", "s2:26379"},
+			Password: "pw", DB: 2, ReadTimeout: time.Second, TLSConfig: tlsA, OnConnect: onConnect}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*redis.FailoverOptions)
+		same   bool
+	}{
+		{"a new copy", func(*redis.FailoverOptions) {}, true},
+		{"Sentinels in another order", func(f *redis.FailoverOptions) { f.SentinelAddrs = []string{"s2:26379", "s1:26379"} }, true},
+		{"another master", func(f *redis.FailoverOptions) { f.MasterName = "n" }, false},
+		{"another Sentinel", func(f *redis.FailoverOptions) { f.SentinelAddrs = []string{"s1:26379", "s3:26379"} }, false},
+		{"one Sentinel fewer", func(f *redis.FailoverOptions) { f.SentinelAddrs = f.SentinelAddrs[:1] }, false},
+		{"another password", func(f *redis.FailoverOptions) { f.Password = "new" }, false},
+		{"another Sentinel password", func(f *redis.FailoverOptions) { f.SentinelPassword = "new" }, false},
+		{"another DB", func(f *redis.FailoverOptions) { f.DB = 3 }, false},
+		{"another timeout", func(f *redis.FailoverOptions) { f.ReadTimeout = 2 * time.Second }, false},
+		{"another TLS config", func(f *redis.FailoverOptions) { f.TLSConfig = tlsB }, false},
+		{"no TLS", func(f *redis.FailoverOptions) { f.TLSConfig = nil }, false},
+		{"another OnConnect", func(f *redis.FailoverOptions) { f.OnConnect = other }, false},
+		{"no OnConnect", func(f *redis.FailoverOptions) { f.OnConnect = nil }, false},
+		{"replicas only", func(f *redis.FailoverOptions) { f.ReplicaOnly = true }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := base(), base()
+			tc.change(b)
+			if got := sameFailover(a, b); got != tc.same {
+				t.Errorf("sameFailover = %v, want %v", got, tc.same)
+			}
+			if got := sameFailover(b, a); got != tc.same {
+				t.Errorf("sameFailover (swapped) = %v, want %v", got, tc.same)
+			}
+		})
+	}
+	if sameFailover(base(), nil) || sameFailover(nil, base()) || !sameFailover(nil, nil) {
+		t.Error("nil: only nil is the same as nil")
 	}
 }

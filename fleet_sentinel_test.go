@@ -58,7 +58,7 @@ func sentinelDoc(addrs []string, sentinels ...string) json.RawMessage {
 // by every follower with its own connection settings, the document
 // carrying none: one follower takes them from ShardOptions, one from
 // FailoverShardOptions (with Sentinel's own password). A change of the
-// fleet moves keys off it and onto it like any shard.
+// fleet moves keys off it like any shard, and keeps its client.
 func TestFleetSentinelShard(t *testing.T) {
 	f := newFleet(t, 3)
 	for _, m := range f.mini {
@@ -155,5 +155,13 @@ func TestFleetSentinelShard(t *testing.T) {
 	}
 	if moved == 0 {
 		t.Fatalf("no key moved off the Sentinel shard: the test proves nothing")
+	}
+	// Every phase of the change parsed the documents again, with the
+	// Sentinels listed in another order: the shard is the same server,
+	// reached the same way, so its client was kept.
+	for _, fs := range []*fakeSentinel{fromShard, fromTemplate} {
+		if got := fs.built(); len(got) != 1 {
+			t.Errorf("%d clients built for the Sentinel shard, want 1 (rebuilt at a phase)", len(got))
+		}
 	}
 }
