@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -163,5 +164,26 @@ func TestFleetSentinelShard(t *testing.T) {
 		if got := fs.built(); len(got) != 1 {
 			t.Errorf("%d clients built for the Sentinel shard, want 1 (rebuilt at a phase)", len(got))
 		}
+	}
+}
+
+// TestApplyRefusesBadSentinelDoc: a document's Sentinel shard is checked
+// as the configuration file's, before anything is published.
+func TestApplyRefusesBadSentinelDoc(t *testing.T) {
+	f := newFleet(t, 1)
+	ctx := context.Background()
+	for _, tc := range []struct{ doc, want string }{
+		{`{"shards":[{"name":"a","addr":"` + f.addrs[0] + `","sentinel":{"master":"m","addrs":["s:26379"]}}]}`, `shards[0]: `},
+		{`{"shards":[{"name":"a","sentinel":{"master":"m","addrs":[]}}]}`, `shards[0].sentinel.addrs: `},
+		{`{"shards":[{"name":"a","sentinel":{"master":"m","addrs":["s"]}}]}`, `shards[0].sentinel.addrs[0]: `},
+		{`{"shards":[{"name":"a","sentinel":{"master":"m","addrs":["s:1"],"password":"x"}}]}`, `unknown field "password"`},
+	} {
+		_, err := redshard.Apply(ctx, f.reg, json.RawMessage(tc.doc), redshard.ApplyOptions{Driver: "test"})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Apply(%s) = %v, want an error with %q", tc.doc, err, tc.want)
+		}
+	}
+	if cfg, err := f.reg.Get(ctx); err != nil || cfg.Epoch != 0 {
+		t.Errorf("the registry holds %+v, %v; want nothing published", cfg, err)
 	}
 }
