@@ -415,6 +415,10 @@ func (o *Options) resolve() (*config, error) {
 		return nil, err
 	}
 	cfg.lease = o.Load != nil
+	if fo := o.FailoverShardOptions; fo != nil {
+		c := *fo // a follower reads it at every change of the fleet
+		cfg.opt.FailoverShardOptions = &c
+	}
 	if ap := o.AutoPipelineOptions; ap != nil {
 		if err := ap.Validate(); err != nil {
 			return nil, invalid(ErrInvalidOptions, "AutoPipelineOptions", "%v", err)
