@@ -143,10 +143,10 @@ func (s fileShard) shard() Shard {
 	return sh
 }
 
-// check refuses what a shard's entry says about its server that the
-// Shard it gives cannot tell: both an addr and a sentinel, or neither, and
-// a sentinel without a master or Sentinels, or with an address that cannot
-// be dialled. i is its index in "shards".
+// check refuses an entry that does not say which server the shard is:
+// both "addr" and "sentinel", or neither, or a sentinel without a master or
+// Sentinels, or with a Sentinel address that cannot be dialled. The rest
+// is left to Options.Validate. i is the entry's index in "shards".
 func (s fileShard) check(i int) error {
 	field := fmt.Sprintf("Shards[%d]", i)
 	switch {
