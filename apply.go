@@ -343,7 +343,7 @@ func (d *driver) writeBeacons(ctx context.Context, cfg registry.Config) (time.Ti
 		if err != nil {
 			return time.Time{}, err
 		}
-		for _, sh := range s {
+		for _, sh := range d.base.withConnection(s) {
 			if !containsIdentity(shards, sh) {
 				shards = append(shards, sh)
 			}

@@ -117,7 +117,7 @@ func (d *driver) lost(ctx context.Context, cur registry.Config, doc json.RawMess
 // A server that cannot be read fails the call: the config it holds could
 // be the newest.
 func (d *driver) readBeacons(ctx context.Context, cfgs ...registry.Config) ([]beaconConfig, error) {
-	shards, err := configServers(d.base.ringConfig(), cfgs...)
+	shards, err := configServers(&d.base, cfgs...)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard/registry"
-	"github.com/redshard/redshard/ring"
 )
 
 // severRetry is how often the driver tries again to sever the connections
@@ -36,7 +35,7 @@ func (d *driver) sever(ctx context.Context, prev, next registry.Config) error {
 	if prev.Version() == (registry.Version{}) {
 		return nil // nothing was published: nobody follows yet
 	}
-	shards, err := configServers(d.base.ringConfig(), prev, next)
+	shards, err := configServers(&d.base, prev, next)
 	if err != nil {
 		return err
 	}
@@ -129,8 +128,9 @@ func severOn(ctx context.Context, cl *redis.Client, keep map[string]bool) (int, 
 }
 
 // configServers lists, once each by identity, the servers of the configs'
-// documents.
-func configServers(rc ring.Config, cfgs ...registry.Config) ([]Shard, error) {
+// documents, with o's connection settings.
+func configServers(o *Options, cfgs ...registry.Config) ([]Shard, error) {
+	rc := o.ringConfig()
 	var shards []Shard
 	for _, cfg := range cfgs {
 		for _, doc := range []json.RawMessage{cfg.Doc, cfg.PrevDoc} {
@@ -141,7 +141,7 @@ func configServers(rc ring.Config, cfgs ...registry.Config) ([]Shard, error) {
 			if err != nil {
 				return nil, err
 			}
-			for _, sh := range s {
+			for _, sh := range o.withConnection(s) {
 				if !containsIdentity(shards, sh) {
 					shards = append(shards, sh)
 				}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -259,9 +260,64 @@ func (t *topology) shard(name string) (*shard, bool) {
 }
 
 // sameEndpoint reports whether a shard client built for a can serve b: the
-// same server, reached with the same options.
+// same server, reached with the same options. Options are compared by
+// pointer, Failover by content (see sameFailover): a follower parses its
+// registry's document again at every phase, and each parse makes new
+// FailoverOptions for the same Sentinel shard.
 func sameEndpoint(a, b Shard) bool {
-	return a.identity() == b.identity() && a.Addr == b.Addr && a.Options == b.Options && a.Failover == b.Failover
+	return a.identity() == b.identity() && a.Addr == b.Addr && a.Options == b.Options && sameFailover(a.Failover, b.Failover)
+}
+
+// sameFailover reports whether clients built from a and b reach the same
+// Sentinel-managed primary the same way: the same master, the same
+// Sentinels (in any order), and every other field equal. Pointers
+// (TLSConfig, AutoPipelineOptions) and interface values are compared by
+// identity; functions (Dialer, OnConnect, credentials providers) by their
+// code, as Go cannot compare them: the Sentinel shards of a document all
+// take theirs from one template (Options.FailoverShardOptions), and a
+// closure rebuilt with other captured values is not noticed.
+func sameFailover(a, b *redis.FailoverOptions) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if a == b {
+		return true
+	}
+	if !slices.Equal(slices.Sorted(slices.Values(a.SentinelAddrs)), slices.Sorted(slices.Values(b.SentinelAddrs))) {
+		return false
+	}
+	va, vb := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
+	for i := range va.NumField() {
+		fa, fb := va.Field(i), vb.Field(i)
+		switch fa.Kind() {
+		case reflect.Slice:
+			if va.Type().Field(i).Name == "SentinelAddrs" {
+				continue // compared above, as a set
+			}
+			if !reflect.DeepEqual(fa.Interface(), fb.Interface()) {
+				return false
+			}
+		case reflect.Func:
+			if fa.IsNil() != fb.IsNil() || !fa.IsNil() && fa.Pointer() != fb.Pointer() {
+				return false
+			}
+		case reflect.Interface:
+			if fa.IsNil() || fb.IsNil() {
+				if fa.IsNil() != fb.IsNil() {
+					return false
+				}
+				continue
+			}
+			if fa.Elem().Type() != fb.Elem().Type() || !fa.Comparable() || !fa.Equal(fb) {
+				return false
+			}
+		default: // numbers, strings, bools, durations; pointers by identity
+			if !fa.Equal(fb) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // topology returns the current snapshot, or redis.ErrClosed.

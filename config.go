@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,7 +34,9 @@ import (
 //	{
 //	  "shards": [                                    // Options.Shards
 //	    {"name": "cache-a", "addr": "10.0.0.1:6379", "weight": 1},
-//	    {"name": "cache-b", "addr": "10.0.0.2:6379", "weight": 2}
+//	    {"name": "cache-b", "addr": "10.0.0.2:6379", "weight": 2},
+//	    {"name": "cache-c", "sentinel": {"master": "mymaster",  // a Sentinel-managed primary
+//	                       "addrs": ["10.0.0.5:26379", "10.0.0.6:26379"]}}
 //	  ],
 //	  "vnodes_per_weight": 0,                        // Options.VnodesPerWeight
 //	  "ring_recipe": 0,                              // Options.RingRecipe: 0 or 1 (Recipe1), 2 (Recipe2)
@@ -41,6 +44,7 @@ import (
 //	  "password_env": "REDIS_PASSWORD",              // name of the variable holding the password
 //	  "db": 0,
 //	  "tls": false,                                  // TLS 1.2+, server name from each addr
+//	  "sentinel_username": "", "sentinel_password_env": "", // Sentinel's own ACL user and password
 //	  "pool_size": 0, "dial_timeout": "5s", "read_timeout": "3s", "write_timeout": "3s",
 //	  "health": {                                    // Options.Health
 //	    "disable": false, "interval": "500ms", "timeout": "500ms",
@@ -64,6 +68,14 @@ import (
 // Options.ShardOptions, the template of every shard's client; when none of
 // them is set ShardOptions is nil (go-redis defaults).
 //
+// A shard has either "addr" or "sentinel": the name of the master its
+// Sentinels monitor and at least one Sentinel host:port. Its Shard.Failover
+// gets the same connection settings (username, password, db, tls,
+// pool_size, timeouts) and Sentinel's own credentials, sentinel_username
+// and sentinel_password_env (the name of a variable, like password_env);
+// Options.FailoverShardOptions holds them too, for the Sentinel shards of
+// a registry's document.
+//
 // The options are then validated exactly as NewClient validates them (see
 // Options.Validate); errors match its sentinels (ErrInvalidOptions,
 // ErrNoShards, ErrDuplicateName, ErrInvalidWeight, ErrInvalidHealthOptions,
@@ -83,35 +95,87 @@ func LoadConfig(path string) (*Options, error) {
 // fileConfig is the JSON form of a configuration file. Durations are kept
 // as strings and parsed afterwards, so their errors can name the field.
 type fileConfig struct {
-	Shards          []fileShard  `json:"shards"`
-	VnodesPerWeight int          `json:"vnodes_per_weight"`
-	RingRecipe      int          `json:"ring_recipe"`
-	Username        string       `json:"username"`
-	PasswordEnv     string       `json:"password_env"`
-	DB              int          `json:"db"`
-	TLS             bool         `json:"tls"`
-	PoolSize        int          `json:"pool_size"`
-	DialTimeout     string       `json:"dial_timeout"`
-	ReadTimeout     string       `json:"read_timeout"`
-	WriteTimeout    string       `json:"write_timeout"`
-	Health          *fileHealth  `json:"health"`
-	HotKeys         *fileHotKeys `json:"hot_keys"`
+	Shards          []fileShard `json:"shards"`
+	VnodesPerWeight int         `json:"vnodes_per_weight"`
+	RingRecipe      int         `json:"ring_recipe"`
+	Username        string      `json:"username"`
+	PasswordEnv     string      `json:"password_env"`
+	DB              int         `json:"db"`
+	TLS             bool        `json:"tls"`
+	PoolSize        int         `json:"pool_size"`
+	DialTimeout     string      `json:"dial_timeout"`
+	ReadTimeout     string      `json:"read_timeout"`
+	WriteTimeout    string      `json:"write_timeout"`
+	// Sentinel's own credentials, for every Sentinel shard.
+	SentinelUsername    string       `json:"sentinel_username"`
+	SentinelPasswordEnv string       `json:"sentinel_password_env"`
+	Health              *fileHealth  `json:"health"`
+	HotKeys             *fileHotKeys `json:"hot_keys"`
 }
 
 type fileShard struct {
-	Name   string   `json:"name"`
-	Addr   string   `json:"addr"`
-	Weight *float64 `json:"weight"` // nil: absent, the default; an explicit 0 is refused
+	Name     string        `json:"name"`
+	Addr     string        `json:"addr"`
+	Sentinel *fileSentinel `json:"sentinel"` // instead of addr
+	Weight   *float64      `json:"weight"`   // nil: absent, the default; an explicit 0 is refused
+}
+
+// fileSentinel names a Sentinel-managed primary: its master name and the
+// Sentinels that know it.
+type fileSentinel struct {
+	Master string   `json:"master"`
+	Addrs  []string `json:"addrs"`
 }
 
 // shard is the Shard s describes. A weight left out is the default (0);
-// parseConfig refuses an explicit 0 before it gets here.
+// parseConfig refuses an explicit 0 before it gets here. A Sentinel
+// shard's Failover holds the master name and the Sentinels' addresses
+// only: the connection settings are the reading process's
+// (Options.withConnection).
 func (s fileShard) shard() Shard {
 	sh := Shard{Name: s.Name, Addr: s.Addr}
 	if s.Weight != nil {
 		sh.Weight = *s.Weight
 	}
+	if s.Sentinel != nil {
+		sh.Failover = &redis.FailoverOptions{MasterName: s.Sentinel.Master, SentinelAddrs: slices.Clone(s.Sentinel.Addrs)}
+	}
 	return sh
+}
+
+// check refuses an entry that does not say which server the shard is:
+// both "addr" and "sentinel", or neither, or a sentinel without a master or
+// Sentinels, or with a Sentinel address that cannot be dialled. The rest
+// is left to Options.Validate. i is the entry's index in "shards".
+func (s fileShard) check(i int) error {
+	field := fmt.Sprintf("Shards[%d]", i)
+	switch {
+	case s.Addr != "" && s.Sentinel != nil:
+		return fmt.Errorf("shards[%d]: %w", i, invalid(ErrInvalidAddr, field,
+			"shard %q has both \"addr\" and \"sentinel\": give the address of a server, or the Sentinels of a master, not both", s.Name))
+	case s.Addr == "" && s.Sentinel == nil:
+		return fmt.Errorf("shards[%d]: %w", i, invalid(ErrEmptyAddr, field,
+			"shard %q has neither \"addr\" nor \"sentinel\"", s.Name))
+	case s.Sentinel == nil:
+		return nil
+	case s.Sentinel.Master == "":
+		return fmt.Errorf("shards[%d].sentinel.master: %w", i, invalid(ErrEmptyAddr, field+".Failover.MasterName",
+			"shard %q: empty: name the master the Sentinels monitor", s.Name))
+	case len(s.Sentinel.Addrs) == 0:
+		return fmt.Errorf("shards[%d].sentinel.addrs: %w", i, invalid(ErrEmptyAddr, field+".Failover.SentinelAddrs",
+			"shard %q: no Sentinel: list at least one host:port", s.Name))
+	}
+	for j, a := range s.Sentinel.Addrs {
+		err := checkAddr(Shard{Addr: a})
+		if err == nil && strings.HasPrefix(a, "/") {
+			err = fmt.Errorf("%q: a Sentinel is reached at host:port, not a Unix socket", a)
+		}
+		if err != nil {
+			return fmt.Errorf("shards[%d].sentinel.addrs[%d]: %w", i, j, invalid(ErrInvalidAddr,
+				fmt.Sprintf("%s.Failover.SentinelAddrs[%d]", field, j), "shard %q: %v", s.Name, err))
+		}
+	}
+	return nil
 }
 
 type fileHealth struct {
@@ -165,6 +229,9 @@ func parseConfig(data []byte) (*Options, error) {
 		return nil, fmt.Errorf("shards: %w (the field is required)", ErrNoShards)
 	}
 	for i, s := range fc.Shards {
+		if err := s.check(i); err != nil {
+			return nil, err
+		}
 		if s.Weight != nil && *s.Weight == 0 {
 			return nil, fmt.Errorf("shards[%d].weight: %w", i, invalid(ErrInvalidWeight, fmt.Sprintf("Shards[%d].Weight", i),
 				"shard %q: an explicit 0 does not drain a shard, and is refused; leave the field out for the default weight 1, "+
@@ -209,6 +276,19 @@ func parseConfig(data []byte) (*Options, error) {
 		so.DialTimeout != 0 || so.ReadTimeout != 0 || so.WriteTimeout != 0 {
 		opt.ShardOptions = so
 	}
+	if fc.SentinelUsername != "" || fc.SentinelPasswordEnv != "" || slices.ContainsFunc(fc.Shards, func(s fileShard) bool { return s.Sentinel != nil }) {
+		fo := failoverTemplate(so)
+		fo.SentinelUsername = fc.SentinelUsername
+		if fc.SentinelPasswordEnv != "" {
+			pw, ok := os.LookupEnv(fc.SentinelPasswordEnv)
+			if !ok {
+				return nil, fmt.Errorf("sentinel_password_env: environment variable %s is not set", fc.SentinelPasswordEnv)
+			}
+			fo.SentinelPassword = pw
+		}
+		opt.FailoverShardOptions = fo
+	}
+	opt.Shards = opt.withConnection(opt.Shards)
 
 	if fc.Health != nil {
 		h, err := fc.Health.options()

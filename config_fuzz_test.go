@@ -17,6 +17,7 @@ func FuzzParseConfig(f *testing.F) {
 		"\uFEFF" + `{"shards": [{"name": "a", "addr": "x:1", "weight": 0}], "health": {"interval": "1s"}}`,
 		`{"shards": [[{}], {"a": [1, {"b": 2, "c": 3}]}]}`,
 		`{"a": {"b": {}}, "c": [], "d": [[], [{}]]}`,
+		`{"shards": [{"name": "a", "sentinel": {"master": "m", "addrs": ["s:26379", "t:1"]}}], "sentinel_password_env": "X"}`,
 	} {
 		f.Add([]byte(s))
 	}

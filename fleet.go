@@ -146,7 +146,10 @@ func (ri ringIDs) owner(key string) string { return ri.ids[ri.r.LookupIndex(key)
 // parseRingDoc reads a registry document (LoadConfig's JSON): its shards
 // and ring. Only "shards", "vnodes_per_weight" and "ring_recipe" are used:
 // def.VnodesPerWeight is the client's value for a document that names
-// none; the recipe is the document's alone (none: Recipe1).
+// none; the recipe is the document's alone (none: Recipe1). A Sentinel
+// shard's Failover names the master and the Sentinels only: a caller that
+// dials the shards gives them its connection settings first
+// (Options.withConnection).
 func parseRingDoc(doc []byte, def ring.Config) ([]Shard, ringIDs, error) {
 	var fc fileConfig
 	dec := json.NewDecoder(bytes.NewReader(doc))
@@ -156,6 +159,9 @@ func parseRingDoc(doc []byte, def ring.Config) ([]Shard, ringIDs, error) {
 	}
 	shards := make([]Shard, len(fc.Shards))
 	for i, s := range fc.Shards {
+		if err := s.check(i); err != nil {
+			return nil, ringIDs{}, fmt.Errorf("redshard: registry config: %w", err)
+		}
 		shards[i] = s.shard()
 	}
 	rc := def
@@ -600,12 +606,14 @@ func (c *Client) buildFleet(old *topology, prev, cfg registry.Config, holdTimeou
 	if err != nil {
 		return nil, nil, err
 	}
+	s1 = c.cfg.opt.withConnection(s1)
 	var s0 []Shard
 	var r0 ringIDs
 	if cfg.InFlight() {
 		if s0, r0, err = parseRingDoc(cfg.PrevDoc, rc); err != nil {
 			return nil, nil, err
 		}
+		s0 = c.cfg.opt.withConnection(s0)
 	}
 	sameChange := prev.Epoch == cfg.Epoch && prev.Change == cfg.Change && prev.InFlight()
 	// Every backend old reaches may serve the next topology.

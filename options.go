@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,9 +30,26 @@ type Options struct {
 	// ShardOptions is the template for every shard's go-redis client:
 	// password, ACL username, TLS, DB, pool sizes, timeouts, retries,
 	// Protocol. It is cloned per shard and Addr is replaced by the shard's.
-	// It does not apply to a Sentinel shard, whose clients are built from
-	// its Shard.Failover alone. Nil means go-redis defaults.
+	// It does not apply to a Sentinel shard of Shards, whose clients are
+	// built from its Shard.Failover alone; it is the default of
+	// FailoverShardOptions. Nil means go-redis defaults.
 	ShardOptions *redis.Options
+
+	// FailoverShardOptions is the template of the Sentinel shards that a
+	// registry's document names (a shard with "sentinel" instead of
+	// "addr"). The document carries the master's name and the Sentinels'
+	// addresses, never credentials or timeouts: each such shard's
+	// Shard.Failover is a copy of this template with MasterName and
+	// SentinelAddrs the document's, so every process connects with its own
+	// settings. Set it for what Sentinel alone has: SentinelUsername,
+	// SentinelPassword, RouteByLatency, ReplicaOnly. Nil means
+	// ShardOptions' settings, every field redis.Options and
+	// redis.FailoverOptions share (Username, Password, DB, TLSConfig,
+	// Protocol, pool sizes, timeouts, retries, Dialer, OnConnect, ...),
+	// with no Sentinel credentials. It does not apply to a shard of
+	// Shards, whose Failover is used as given. LoadConfig sets it for a
+	// file with a Sentinel shard or Sentinel credentials.
+	FailoverShardOptions *redis.FailoverOptions
 
 	// VnodesPerWeight is the number of ring points per unit of shard weight.
 	// Every client of a fleet must use the same value, or they disagree
@@ -90,7 +108,9 @@ type Options struct {
 	// Registry, when set, is where the client takes its shard list from:
 	// the ring config a fleet shares (package registry; the document is the
 	// JSON LoadConfig reads, of which only "shards", "vnodes_per_weight"
-	// and "ring_recipe" are used). Shards must then be empty. NewClient reads the config,
+	// and "ring_recipe" are used; a Sentinel shard's "sentinel" names its
+	// master and Sentinels, and the process connects to it with
+	// FailoverShardOptions). Shards must then be empty. NewClient reads the config,
 	// and the client follows every change by itself, phase by phase,
 	// reporting itself as a member of the fleet (docs/membership.md,
 	// "A fleet"). SetShards is refused. The client does not close the
@@ -196,8 +216,13 @@ type Shard struct {
 	// Failover, if set, makes this shard a Sentinel-managed primary: the
 	// shard's client is redis.NewFailoverClient(Failover) (or
 	// Options.NewFailoverShardClient's), Options.ShardOptions does not
-	// apply to it, and Addr may be empty. High availability inside a shard is Sentinel's job; redshard
-	// only decides which shard owns a key.
+	// apply to it, and Addr may be empty. High availability inside a
+	// shard is Sentinel's job; redshard only decides which shard owns a
+	// key. The shard's identity is its MasterName: a new list of Sentinels
+	// for the same master moves no key. A Sentinel shard of a registry's
+	// document gets Options.FailoverShardOptions' settings (see there);
+	// in a configuration file it is written
+	// {"name": "a", "sentinel": {"master": "m", "addrs": ["10.0.0.1:26379"]}}.
 	Failover *redis.FailoverOptions
 }
 
@@ -392,6 +417,10 @@ func (o *Options) resolve() (*config, error) {
 		return nil, err
 	}
 	cfg.lease = o.Load != nil
+	if fo := o.FailoverShardOptions; fo != nil {
+		c := *fo // a follower reads it at every change of the fleet
+		cfg.opt.FailoverShardOptions = &c
+	}
 	if ap := o.AutoPipelineOptions; ap != nil {
 		if err := ap.Validate(); err != nil {
 			return nil, invalid(ErrInvalidOptions, "AutoPipelineOptions", "%v", err)
@@ -641,4 +670,82 @@ func (o *Options) shardOptions(s Shard) *redis.Options {
 		opt.Addr = s.Addr
 	}
 	return &opt
+}
+
+// failoverTemplate copies into FailoverOptions every connection setting of
+// so that FailoverOptions also has. A nil so gives go-redis's defaults.
+func failoverTemplate(so *redis.Options) *redis.FailoverOptions {
+	if so == nil {
+		return &redis.FailoverOptions{}
+	}
+	return &redis.FailoverOptions{
+		ClientName:                   so.ClientName,
+		Dialer:                       so.Dialer,
+		OnConnect:                    so.OnConnect,
+		Protocol:                     so.Protocol,
+		Username:                     so.Username,
+		Password:                     so.Password,
+		CredentialsProvider:          so.CredentialsProvider,
+		CredentialsProviderContext:   so.CredentialsProviderContext,
+		StreamingCredentialsProvider: so.StreamingCredentialsProvider,
+		DB:                           so.DB,
+		MaxRetries:                   so.MaxRetries,
+		MinRetryBackoff:              so.MinRetryBackoff,
+		MaxRetryBackoff:              so.MaxRetryBackoff,
+		DialTimeout:                  so.DialTimeout,
+		DialerRetries:                so.DialerRetries,
+		DialerRetryTimeout:           so.DialerRetryTimeout,
+		DialerRetryBackoff:           so.DialerRetryBackoff,
+		ReadTimeout:                  so.ReadTimeout,
+		WriteTimeout:                 so.WriteTimeout,
+		ContextTimeoutEnabled:        so.ContextTimeoutEnabled,
+		ReadBufferSize:               so.ReadBufferSize,
+		WriteBufferSize:              so.WriteBufferSize,
+		PipelineReadBufferSize:       so.PipelineReadBufferSize,
+		PipelineWriteBufferSize:      so.PipelineWriteBufferSize,
+		PipelinePoolSize:             so.PipelinePoolSize,
+		AutoPipelineOptions:          so.AutoPipelineOptions,
+		PoolFIFO:                     so.PoolFIFO,
+		PoolSize:                     so.PoolSize,
+		MaxConcurrentDials:           so.MaxConcurrentDials,
+		PoolTimeout:                  so.PoolTimeout,
+		MinIdleConns:                 so.MinIdleConns,
+		MaxIdleConns:                 so.MaxIdleConns,
+		MaxActiveConns:               so.MaxActiveConns,
+		ConnMaxIdleTime:              so.ConnMaxIdleTime,
+		ConnMaxLifetime:              so.ConnMaxLifetime,
+		ConnMaxLifetimeJitter:        so.ConnMaxLifetimeJitter,
+		TLSConfig:                    so.TLSConfig,
+		DisableIndentity:             so.DisableIndentity,
+		DisableIdentity:              so.DisableIdentity,
+		IdentitySuffix:               so.IdentitySuffix,
+		FailingTimeoutSeconds:        so.FailingTimeoutSeconds,
+		UnstableResp3:                so.UnstableResp3,
+		PushNotificationProcessor:    so.PushNotificationProcessor,
+	}
+}
+
+// withConnection gives the Sentinel shards of a document (a registry's,
+// or a configuration file's), whose Failover names only the master and
+// the Sentinels, o's connection settings: a copy of FailoverShardOptions,
+// or of ShardOptions' when it is nil. The other shards are returned as
+// they are; shards is not modified.
+func (o *Options) withConnection(shards []Shard) []Shard {
+	if !slices.ContainsFunc(shards, func(s Shard) bool { return s.Failover != nil }) {
+		return shards
+	}
+	tmpl := o.FailoverShardOptions
+	if tmpl == nil {
+		tmpl = failoverTemplate(o.ShardOptions)
+	}
+	out := slices.Clone(shards)
+	for i, s := range out {
+		if s.Failover == nil {
+			continue
+		}
+		f := *tmpl
+		f.MasterName, f.SentinelAddrs = s.Failover.MasterName, slices.Clone(s.Failover.SentinelAddrs)
+		out[i].Failover = &f
+	}
+	return out
 }

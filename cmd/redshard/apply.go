@@ -108,7 +108,8 @@ naming it, before anything is published.`)
 	if err != nil {
 		return registryErr(rctx, u, *regTimeout, "reading the config", err)
 	}
-	base := &redshard.Options{ShardOptions: opt.ShardOptions, VnodesPerWeight: opt.VnodesPerWeight, Health: opt.Health}
+	base := &redshard.Options{ShardOptions: opt.ShardOptions, FailoverShardOptions: opt.FailoverShardOptions,
+		VnodesPerWeight: opt.VnodesPerWeight, Health: opt.Health}
 	lost, restore, err := redshard.RegistryBehind(rctx, reg, doc, base)
 	cancel()
 	if err != nil {

@@ -220,23 +220,23 @@ func (p *plan) write(w io.Writer) {
 		cur := slices.IndexFunc(p.to, func(x redshard.Shard) bool { return x.Name == s.Name })
 		switch {
 		case old < 0:
-			t.add(s.Name, p.to[cur].Addr, fmt.Sprintf("%g", weightOf(p.to[cur])), pct(after[s.Name]), "added")
+			t.add(s.Name, where(p.to[cur]), fmt.Sprintf("%g", weightOf(p.to[cur])), pct(after[s.Name]), "added")
 		case cur < 0:
-			t.add(s.Name, p.from[old].Addr, fmt.Sprintf("%g", weightOf(p.from[old])), pct(before[s.Name]), "removed")
+			t.add(s.Name, where(p.from[old]), fmt.Sprintf("%g", weightOf(p.from[old])), pct(before[s.Name]), "removed")
 		default:
 			wo, wn := weightOf(p.from[old]), weightOf(p.to[cur])
 			what := ""
 			if wo != wn {
 				what = fmt.Sprintf("weight %g -> %g", wo, wn)
 			}
-			if p.from[old].Addr != p.to[cur].Addr {
-				what += fmt.Sprintf(" addr %s -> %s (keys stay)", p.from[old].Addr, p.to[cur].Addr)
+			if c := whereChange(p.from[old], p.to[cur]); c != "" {
+				what += fmt.Sprintf(" %s (keys stay)", c)
 			}
 			share := pct(after[s.Name])
 			if before[s.Name] != after[s.Name] {
 				share = pct(before[s.Name]) + " -> " + share
 			}
-			t.add(s.Name, p.to[cur].Addr, fmt.Sprintf("%g", wn), share, strings.TrimSpace(what))
+			t.add(s.Name, where(p.to[cur]), fmt.Sprintf("%g", wn), share, strings.TrimSpace(what))
 		}
 	}
 	t.write(w)

@@ -140,11 +140,14 @@ func sameShards(a, b []redshard.Shard) bool {
 	return true
 }
 
+// sameFailover reports whether a and b name the same master and the same
+// Sentinels, in any order.
 func sameFailover(a, b *redis.FailoverOptions) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.MasterName == b.MasterName && slices.Equal(a.SentinelAddrs, b.SentinelAddrs)
+	return a.MasterName == b.MasterName &&
+		slices.Equal(slices.Sorted(slices.Values(a.SentinelAddrs)), slices.Sorted(slices.Values(b.SentinelAddrs)))
 }
 
 // ping checks that every current shard of c answers.

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard"
 	"github.com/redshard/redshard/ring"
@@ -22,31 +25,48 @@ type ringDoc struct {
 }
 
 type docShard struct {
-	Name   string  `json:"name"`
-	Addr   string  `json:"addr"`
-	Weight float64 `json:"weight,omitempty"`
+	Name     string       `json:"name"`
+	Addr     string       `json:"addr,omitempty"`
+	Sentinel *docSentinel `json:"sentinel,omitempty"` // instead of addr
+	Weight   float64      `json:"weight,omitempty"`
+}
+
+// docSentinel is a Sentinel-managed shard's master and Sentinels. The
+// Sentinels' credentials, like the servers', stay with each process
+// (sentinel_username, sentinel_password_env).
+type docSentinel struct {
+	Master string   `json:"master"`
+	Addrs  []string `json:"addrs"`
 }
 
 // encodeRingDoc returns the registry document of opt's ring: its shards
-// sorted by name, each with its effective weight, so that the same ring
-// always gives the same document whatever the order of the file.
+// sorted by name, each with its effective weight, and a Sentinel shard's
+// Sentinels sorted, so that the same ring always gives the same document
+// whatever the order of the file. A Sentinel shard is published as its
+// master's name and its Sentinels' addresses: nothing else of its
+// FailoverOptions (no password) leaves the process.
 func encodeRingDoc(opt *redshard.Options) (json.RawMessage, error) {
 	d := ringDoc{VnodesPerWeight: opt.VnodesPerWeight}
 	if opt.RingRecipe != ring.Recipe1 {
 		d.RingRecipe = opt.RingRecipe // Recipe1 spelt out is the document it always was
 	}
 	for _, s := range sortedShards(opt.Shards) {
-		if s.Failover != nil {
-			return nil, fmt.Errorf("shard %s: a Sentinel-managed shard cannot be published to a registry (the document holds addresses only)", s.Name)
+		ds := docShard{Name: s.Name, Addr: s.Addr, Weight: weightOf(s)}
+		if f := s.Failover; f != nil {
+			if s.Addr != "" {
+				return nil, fmt.Errorf("shard %s: both an address and a Sentinel master: give one", s.Name)
+			}
+			ds.Sentinel = &docSentinel{Master: f.MasterName, Addrs: slices.Sorted(slices.Values(f.SentinelAddrs))}
 		}
-		d.Shards = append(d.Shards, docShard{Name: s.Name, Addr: s.Addr, Weight: weightOf(s)})
+		d.Shards = append(d.Shards, ds)
 	}
 	return json.Marshal(d)
 }
 
 // decodeRingDoc reads a registry document's ring and placement. Fields
 // other than shards, vnodes_per_weight and ring_recipe are ignored, as
-// the clients ignore them.
+// the clients ignore them. A Sentinel shard's Failover holds its master
+// and Sentinels only.
 func decodeRingDoc(doc json.RawMessage) ([]redshard.Shard, placement, error) {
 	var d ringDoc
 	if err := json.Unmarshal(doc, &d); err != nil {
@@ -55,7 +75,38 @@ func decodeRingDoc(doc json.RawMessage) ([]redshard.Shard, placement, error) {
 	shards := make([]redshard.Shard, len(d.Shards))
 	for i, s := range d.Shards {
 		shards[i] = redshard.Shard{Name: s.Name, Addr: s.Addr, Weight: s.Weight}
+		if s.Sentinel != nil {
+			shards[i].Failover = &redis.FailoverOptions{MasterName: s.Sentinel.Master, SentinelAddrs: s.Sentinel.Addrs}
+		}
 	}
 	slices.SortFunc(shards, func(a, b redshard.Shard) int { return cmp.Compare(a.Name, b.Name) })
 	return shards, placement{recipe: d.RingRecipe, vnodes: d.VnodesPerWeight}, nil
+}
+
+// where names the server a shard is, for a table's addr column: its
+// address, or its Sentinel master.
+func where(s redshard.Shard) string {
+	if s.Failover != nil {
+		return fmt.Sprintf("sentinel master %q", s.Failover.MasterName)
+	}
+	return s.Addr
+}
+
+// whereChange describes how the server of a shard that keeps its name
+// changes from a to b ("addr x -> y", "sentinels [..] -> [..]"), or is
+// empty when it does not.
+func whereChange(a, b redshard.Shard) string {
+	switch {
+	case a.Failover == nil && b.Failover == nil:
+		if a.Addr == b.Addr {
+			return ""
+		}
+		return fmt.Sprintf("addr %s -> %s", a.Addr, b.Addr)
+	case a.Failover != nil && b.Failover != nil && a.Failover.MasterName == b.Failover.MasterName:
+		if sameFailover(a.Failover, b.Failover) {
+			return ""
+		}
+		return fmt.Sprintf("sentinels %s -> %s", strings.Join(a.Failover.SentinelAddrs, ","), strings.Join(b.Failover.SentinelAddrs, ","))
+	}
+	return fmt.Sprintf("%s -> %s", where(a), where(b))
 }

@@ -45,7 +45,7 @@ try a few values here. Every client of a fleet must use the same value.`)
 func writeShares(w io.Writer, r *ring.Ring, shards []redshard.Shard) {
 	addr := map[string]string{}
 	for _, s := range shards {
-		addr[s.Name] = s.Addr
+		addr[s.Name] = where(s)
 	}
 	nodes := r.Nodes()
 	var total float64

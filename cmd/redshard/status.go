@@ -162,27 +162,27 @@ func writeShardChanges(w io.Writer, prev, next []redshard.Shard, inFlight bool) 
 		seen[s.Name] = true
 		n, inNext := find(next, s.Name)
 		if !inFlight {
-			t.add(n.Name, n.Addr, fmt.Sprintf("%g", weightOf(n)))
+			t.add(n.Name, where(n), fmt.Sprintf("%g", weightOf(n)))
 			continue
 		}
 		p, inPrev := find(prev, s.Name)
 		switch {
 		case !inPrev:
-			t.add(n.Name, n.Addr, fmt.Sprintf("%g", weightOf(n)), "added")
+			t.add(n.Name, where(n), fmt.Sprintf("%g", weightOf(n)), "added")
 		case !inNext:
-			t.add(p.Name, p.Addr, fmt.Sprintf("%g", weightOf(p)), "removed")
+			t.add(p.Name, where(p), fmt.Sprintf("%g", weightOf(p)), "removed")
 		default:
 			what := ""
 			if weightOf(p) != weightOf(n) {
 				what = fmt.Sprintf("weight %g -> %g", weightOf(p), weightOf(n))
 			}
-			if p.Addr != n.Addr {
+			if c := whereChange(p, n); c != "" {
 				if what != "" {
 					what += ", "
 				}
-				what += fmt.Sprintf("addr %s -> %s", p.Addr, n.Addr)
+				what += c
 			}
-			t.add(n.Name, n.Addr, fmt.Sprintf("%g", weightOf(n)), what)
+			t.add(n.Name, where(n), fmt.Sprintf("%g", weightOf(n)), what)
 		}
 	}
 	t.write(w)
