@@ -144,7 +144,7 @@ func (b *backend) send(ctx context.Context, cmd redis.Cmder, blocking bool) erro
 	if b.ap == nil || blocking || !b.batchable(ctx) {
 		return b.client.Process(ctx, cmd)
 	}
-	if b.stream != nil && !b.streamHooked.Load() {
+	if b.stream != nil { // failFast's work, around the stream's hooks
 		return b.process(ctx, cmd, b.ap.Process)
 	}
 	return b.ap.Process(ctx, cmd)

@@ -33,15 +33,14 @@ type backend struct {
 
 	// stream is the client of ap under AutoPipelineOptions.FullDuplex (nil
 	// otherwise, and for a Sentinel shard, whose ap is client's): a client
-	// of its own, without hooks, so that go-redis's full-duplex engine
-	// sends each command without a goroutine of its own to run hooks in
-	// (a hooked client pays one per command, and a runtime.Stack to guard
-	// it). What the command client's hooks do, send and streamDialer do;
-	// once the application adds a shard hook, the stream gets it, below
-	// failFast's error rewriting (addStreamHook), and streamHooked is set.
-	stream       *redis.Client
-	streamMu     sync.Mutex // serialises addStreamHook
-	streamHooked atomic.Bool
+	// of its own, without redshard's hooks, so that go-redis's full-duplex
+	// engine sends each command without a goroutine of its own to run
+	// hooks in (a hooked client pays one per command, and a runtime.Stack
+	// to guard it). What the command client's hooks do, send and
+	// streamDialer do, around the stream's own hooks: the application's
+	// shard hooks, if it adds any, sit below failFast's error rewriting on
+	// the stream as on the command client.
+	stream *redis.Client
 
 	// peekClock is the clock of the command connections' peekGates: the
 	// client's heartbeat ticks, or nil (every pooled connection is checked
@@ -97,9 +96,6 @@ func (c *Client) newBackend(s Shard) *backend {
 	}
 	if o := c.cfg.opt.AutoPipelineOptions; c.cfg.opt.AutoPipeline && o != nil && o.FullDuplex && s.Failover == nil {
 		b.stream = c.dialWith(s, connStream, nil, b.streamDialer)
-		for _, newHook := range c.shardHookList() {
-			b.addStreamHook(newHook)
-		}
 		b.ap = c.shardAutoPipeliner(b.stream)
 	} else {
 		b.ap = c.shardAutoPipeliner(b.client)
@@ -119,20 +115,6 @@ func (b *backend) streamDialer(next dialer) dialer {
 		}
 		return b.conns.track(conn, b.peekClock), nil
 	}
-}
-
-// addStreamHook adds a shard hook to the stream client, below failFast's
-// error rewriting, which the first one brings: from then on go-redis runs
-// the stream's hooks as it does under FullDuplex (after the write, on a
-// goroutine per command), and send no longer rewrites errors itself.
-func (b *backend) addStreamHook(newHook shardHook) {
-	b.streamMu.Lock()
-	defer b.streamMu.Unlock()
-	if !b.streamHooked.Load() {
-		b.stream.AddHook(failFastProcess{failFast{b}})
-		b.streamHooked.Store(true)
-	}
-	b.stream.AddHook(newHook(b.shard))
 }
 
 // dialer is the type of redis.Options.Dialer.
@@ -194,12 +176,6 @@ func (b *backend) process(ctx context.Context, cmd redis.Cmder, next redis.Proce
 	}
 	return err
 }
-
-// failFastProcess is failFast without its dial step, for the stream client,
-// whose dialer tracks its connections (backend.streamDialer).
-type failFastProcess struct{ failFast }
-
-func (failFastProcess) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (f failFast) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
@@ -408,7 +384,7 @@ func (c *Client) dialWith(s Shard, kind connKind, onConnect func(context.Context
 	for _, h := range first {
 		cl.AddHook(h)
 	}
-	if kind == connCommand || kind == connReader {
+	if kind == connCommand || kind == connReader || kind == connStream {
 		for _, newHook := range c.shardHookList() {
 			cl.AddHook(newHook(s))
 		}
@@ -429,7 +405,7 @@ func (c *Client) shardHookList() []shardHook {
 func (b *backend) addHook(newHook shardHook) {
 	b.client.AddHook(newHook(b.shard))
 	if b.stream != nil {
-		b.addStreamHook(newHook)
+		b.stream.AddHook(newHook(b.shard))
 	}
 	b.mu.Lock()
 	b.timeouts = nil // rebuilt with the new hook on next use
@@ -488,17 +464,22 @@ func (b *backend) close() error {
 	if hb != nil {
 		_ = hb.Close()
 	}
-	err := b.client.Close()
+	err := closeClient(b.client)
 	if b.stream != nil {
-		err = errors.Join(err, b.stream.Close())
-	}
-	if errors.Is(err, redis.ErrClosed) {
-		err = nil
+		err = errors.Join(err, closeClient(b.stream))
 	}
 	b.mu.Lock()
 	b.closeErr = err
 	b.mu.Unlock()
 	return err
+}
+
+// closeClient closes cl; a client closed already is not an error.
+func closeClient(cl *redis.Client) error {
+	if err := cl.Close(); !errors.Is(err, redis.ErrClosed) {
+		return err
+	}
+	return nil
 }
 
 // retire closes the backends of shards that left the ring after a grace
