@@ -531,23 +531,19 @@ func (r *Ring) boundaries(runs []boundaryRun, starts, out []uint32) []uint32 {
 	ob, shift := r.ownerBits, r.shift
 	n := uint32(len(out) - 1)
 	var prev *boundaryRun
+	var first uint32 // the first point's position
 	for i := range runs {
-		if runs[i].n == 0 {
+		switch {
+		case runs[i].n == 0:
 			continue
-		}
-		if prev != nil {
+		case prev == nil:
+			first = runs[i].first
+		default:
 			bnd := (prev.last + (runs[i].first-prev.last)/2) | 0xff
 			out[prev.lastJ+1] = (bnd&r.offMask)<<ob | prev.lastOwner
 			starts[bnd>>shift+1]++
 		}
 		prev = &runs[i]
-	}
-	first := runs[0].first
-	for i := range runs {
-		if runs[i].n > 0 {
-			first = runs[i].first
-			break
-		}
 	}
 	wrapEnd := uint64(prev.last) + (1<<32+uint64(first)-uint64(prev.last))/2
 	bnd := uint32(wrapEnd) | 0xff
