@@ -31,13 +31,10 @@ func BenchmarkRealGet(b *testing.B) {
 		shards = 4
 		keys   = 10_000
 	)
+	list := benchShards(b, shards)
 	addrs := map[string]string{}
-	var list []redshard.Shard
-	for i := range shards {
-		srv := redistest.Start(b)
-		name := "s" + strconv.Itoa(i)
-		addrs[name] = srv.Addr()
-		list = append(list, redshard.Shard{Name: name, Addr: srv.Addr(), Weight: 1})
+	for _, s := range list {
+		addrs[s.Name] = s.Addr
 	}
 	rs, err := redshard.NewClient(&redshard.Options{Shards: list})
 	if err != nil {
@@ -69,27 +66,44 @@ func BenchmarkRealGet(b *testing.B) {
 		c    redis.Cmdable
 	}{{"redshard", rs}, {"goredis-ring", ring}} {
 		b.Run(sys.name, func(b *testing.B) {
-			b.SetParallelism(32) // 64 goroutines on this 2-core machine
-			user0, kern0 := processCPU()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				i := 0
-				for pb.Next() {
-					i = (i + 7919) % keys
-					if err := sys.c.Get(ctx, names[i]).Err(); err != nil {
-						b.Errorf("GET %s: %v", names[i], err)
-						return
-					}
-				}
-			})
-			b.StopTimer()
-			user1, kern1 := processCPU()
-			n := float64(b.N)
-			b.ReportMetric(float64((user1-user0).Microseconds())/n, "user-µs/op")
-			b.ReportMetric(float64((kern1-kern0).Microseconds())/n, "sys-µs/op")
-			b.ReportMetric(float64((user1-user0+kern1-kern0).Microseconds())/n, "cpu-µs/op")
+			benchGets(b, names, func(i int) error { return sys.c.Get(ctx, names[i]).Err() })
 		})
 	}
+}
+
+// benchShards starts n redis-servers, shards "s0".."s<n-1>" of weight 1.
+func benchShards(b *testing.B, n int) []redshard.Shard {
+	var list []redshard.Shard
+	for i := range n {
+		srv := redistest.Start(b)
+		list = append(list, redshard.Shard{Name: "s" + strconv.Itoa(i), Addr: srv.Addr(), Weight: 1})
+	}
+	return list
+}
+
+// benchGets runs get(i), the GET of names[i], from 64 goroutines over the
+// keys in a fixed stride, and reports the process's CPU time per GET
+// (user, system and both) besides ns/op.
+func benchGets(b *testing.B, names []string, get func(i int) error) {
+	b.SetParallelism(32) // 64 goroutines on this 2-core machine
+	user0, kern0 := processCPU()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			i = (i + 7919) % len(names)
+			if err := get(i); err != nil {
+				b.Errorf("GET %s: %v", names[i], err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	user1, kern1 := processCPU()
+	n := float64(b.N)
+	b.ReportMetric(float64((user1-user0).Microseconds())/n, "user-µs/op")
+	b.ReportMetric(float64((kern1-kern0).Microseconds())/n, "sys-µs/op")
+	b.ReportMetric(float64((user1-user0+kern1-kern0).Microseconds())/n, "cpu-µs/op")
 }
 
 // processCPU returns the CPU time this process has used in user mode and
@@ -117,11 +131,7 @@ func BenchmarkRealAutoPipeline(b *testing.B) {
 		shards = 4
 		keys   = 10_000
 	)
-	var list []redshard.Shard
-	for i := range shards {
-		srv := redistest.Start(b)
-		list = append(list, redshard.Shard{Name: "s" + strconv.Itoa(i), Addr: srv.Addr(), Weight: 1})
-	}
+	list := benchShards(b, shards)
 	apOptions := func(fd bool) *redis.AutoPipelineOptions {
 		o := redis.DefaultBlockingAutoPipelineOptions()
 		o.FullDuplex = fd
@@ -191,23 +201,6 @@ func BenchmarkRealAutoPipeline(b *testing.B) {
 		{"goredis-ap-per-shard", viaHand(hand)},
 		{"goredis-ap-fullduplex-per-shard", viaHand(handFD)},
 	} {
-		b.Run(sys.name, func(b *testing.B) {
-			b.SetParallelism(32) // 64 goroutines on this 2-core machine
-			user0, kern0 := processCPU()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				i := 0
-				for pb.Next() {
-					i = (i + 7919) % keys
-					if err := sys.get(i); err != nil {
-						b.Errorf("GET %s: %v", names[i], err)
-						return
-					}
-				}
-			})
-			b.StopTimer()
-			user1, kern1 := processCPU()
-			b.ReportMetric(float64((user1-user0+kern1-kern0).Microseconds())/float64(b.N), "cpu-µs/op")
-		})
+		b.Run(sys.name, func(b *testing.B) { benchGets(b, names, sys.get) })
 	}
 }
