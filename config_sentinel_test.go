@@ -2,9 +2,7 @@ package redshard_test
 
 import (
 	"crypto/tls"
-	"errors"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -127,20 +125,11 @@ func TestLoadConfigSentinelErrors(t *testing.T) {
 			[]string{"sentinel", "an object"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := writeConfig(t, tc.body)
-			opt, err := redshard.LoadConfig(path)
-			if err == nil {
-				t.Fatalf("LoadConfig = %+v, want an error", opt)
+			var is []error
+			if tc.is != nil {
+				is = []error{tc.is, redshard.ErrInvalidOptions}
 			}
-			msg := err.Error()
-			for _, w := range append([]string{path}, tc.want...) {
-				if !strings.Contains(msg, w) {
-					t.Errorf("error %q does not mention %q", msg, w)
-				}
-			}
-			if tc.is != nil && (!errors.Is(err, tc.is) || !errors.Is(err, redshard.ErrInvalidOptions)) {
-				t.Errorf("error %q does not wrap %v and ErrInvalidOptions", msg, tc.is)
-			}
+			wantConfigError(t, tc.body, tc.want, is...)
 		})
 	}
 }

@@ -141,21 +141,35 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"unset password variable", `{"shards": [{"name": "a", "addr": "x:1"}], "password_env": "REDSHARD_TEST_UNSET_VARIABLE"}`, []string{"password_env", "REDSHARD_TEST_UNSET_VARIABLE", "not set"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := writeConfig(t, tc.body)
-			opt, err := redshard.LoadConfig(path)
-			if err == nil {
-				t.Fatalf("LoadConfig = %+v, want an error", opt)
+			var is []error
+			if tc.is != nil {
+				is = append(is, tc.is)
 			}
-			msg := err.Error()
-			for _, w := range append([]string{path}, tc.want...) {
-				if !strings.Contains(msg, w) {
-					t.Errorf("error %q does not mention %q", msg, w)
-				}
-			}
-			if tc.is != nil && !errors.Is(err, tc.is) {
-				t.Errorf("error %q does not wrap %v", msg, tc.is)
-			}
+			wantConfigError(t, tc.body, tc.want, is...)
 		})
+	}
+}
+
+// wantConfigError checks that LoadConfig refuses a file holding body with
+// an error that names the file and mentions each of want, and wraps each
+// of is.
+func wantConfigError(t *testing.T, body string, want []string, is ...error) {
+	t.Helper()
+	path := writeConfig(t, body)
+	opt, err := redshard.LoadConfig(path)
+	if err == nil {
+		t.Fatalf("LoadConfig = %+v, want an error", opt)
+	}
+	msg := err.Error()
+	for _, w := range append([]string{path}, want...) {
+		if !strings.Contains(msg, w) {
+			t.Errorf("error %q does not mention %q", msg, w)
+		}
+	}
+	for _, e := range is {
+		if !errors.Is(err, e) {
+			t.Errorf("error %q does not wrap %v", msg, e)
+		}
 	}
 }
 
