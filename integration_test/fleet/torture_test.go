@@ -34,6 +34,10 @@ import (
 //   - two-drivers: a second driver started at once with the same change;
 //   - shard-kill: a data server killed and restarted on its own data.
 //
+// p0 sends its commands one by one, p1 through go-redis's default
+// AutoPipeliner per shard, p2 through its full-duplex one
+// (Options.AutoPipeline).
+//
 // At the end the merged histories and a final read of every key must be
 // linearizable per key (porcupine: no acknowledged write lost, no deleted
 // key back, no read going backwards) and no key may be left on a server
@@ -107,7 +111,11 @@ func torture(t *testing.T, kind string, seed uint64, dur time.Duration) {
 		}
 		t.Cleanup(func() { _ = px.Close() })
 		r.proxies[id] = px
-		f.worker(id, "--registry", kind+"://"+px.Addr()+path)
+		// One process of each way to send: command by command, batched by
+		// go-redis's default AutoPipeliner, and on its full-duplex stream
+		// (whose shard hooks, the worker's holds among them, run after
+		// the command is written: a held write is sent, its answer held).
+		f.worker(id, "--registry", kind+"://"+px.Addr()+path, "--autopipeline", []string{"", "batch", "fullduplex"}[i])
 	}
 	time.Sleep(500 * time.Millisecond)
 

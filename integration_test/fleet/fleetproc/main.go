@@ -234,8 +234,18 @@ func work(args []string) error {
 	maxDelay := fs.Duration("max-delay", 300*time.Millisecond, "largest delay before a config is picked up")
 	pollOnly := fs.Bool("poll-only", false, "poll the registry instead of watching it")
 	onlyKeys := fs.String("only-keys", "", "comma-separated keys to use instead of k000...")
+	autoPipeline := fs.String("autopipeline", "", `Options.AutoPipeline: "" off, "batch" go-redis's default AutoPipeliner per shard, "fullduplex" its full-duplex one`)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	var apOptions *redis.AutoPipelineOptions
+	switch *autoPipeline {
+	case "":
+	case "batch", "fullduplex":
+		apOptions = redis.DefaultBlockingAutoPipelineOptions()
+		apOptions.FullDuplex = *autoPipeline == "fullduplex"
+	default:
+		return fmt.Errorf("--autopipeline %q: want batch or fullduplex", *autoPipeline)
 	}
 	keyNames := make([]string, *keys)
 	for i := range keyNames {
@@ -257,7 +267,8 @@ func work(args []string) error {
 	defer f.Close()
 	led := &ledger{f: f}
 	c, err := redshard.NewClient(&redshard.Options{Registry: reg, Fleet: &redshard.FleetOptions{MemberID: *id},
-		ShardOptions: &redis.Options{MaxRetries: -1}})
+		ShardOptions: &redis.Options{MaxRetries: -1},
+		AutoPipeline: apOptions != nil, AutoPipelineOptions: apOptions})
 	if err != nil {
 		return err
 	}
