@@ -92,9 +92,30 @@ func fleetproc(t *testing.T) string {
 type proc struct {
 	id, ledger     string
 	cmd            *exec.Cmd
-	stdout, stderr bytes.Buffer
+	stdout, stderr output
 	done           chan struct{}
 }
+
+// output is a child's stdout or stderr, written by exec's copying
+// goroutine while the test reads it.
+type output struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.Write(p)
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.String()
+}
+
+func (o *output) Bytes() []byte { return []byte(o.String()) }
 
 func start(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()
@@ -120,6 +141,12 @@ func (p *proc) stop(t *testing.T) map[string]any {
 	select {
 	case <-p.done:
 	case <-time.After(60 * time.Second):
+		p.signal(syscall.SIGQUIT) // its goroutines, on its stderr
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+			p.kill()
+		}
 		t.Fatalf("worker %s did not stop; stderr:\n%s", p.id, p.stderr.String())
 	}
 	var tot map[string]any
@@ -127,6 +154,31 @@ func (p *proc) stop(t *testing.T) map[string]any {
 		t.Fatalf("worker %s: %v; exit %v; stdout %q; stderr:\n%s", p.id, err, p.cmd.ProcessState, p.stdout.String(), p.stderr.String())
 	}
 	return tot
+}
+
+// hold makes a worker hold its writes in a shard hook (on) or let them go,
+// and waits until the worker says it did. Waiting matters: two SIGWINCHs
+// pending at once are one, so a release sent before the hold was taken
+// (the process frozen in between) would leave the writes held for good.
+func (p *proc) hold(t *testing.T, on bool) {
+	t.Helper()
+	const said = "holding writes: "
+	before := strings.Count(p.stderr.String(), said)
+	p.signal(syscall.SIGWINCH)
+	want := fmt.Sprint(said, on)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		out := p.stderr.String()
+		if strings.Count(out, said) > before {
+			got, _, _ := strings.Cut(out[strings.LastIndex(out, said):], "\n")
+			if got != want {
+				t.Fatalf("worker %s: said %q, want %q; stderr:\n%s", p.id, got, want, out)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("worker %s did not say %q in 30s; stderr:\n%s", p.id, want, out)
+		}
+	}
 }
 
 func (p *proc) kill() {
@@ -661,13 +713,13 @@ func pausedPastLease(t *testing.T, f *fleet) {
 	victim := f.worker("paused", "--only-keys", strings.Join(moving, ","), "--max-delay", "0")
 	time.Sleep(700 * time.Millisecond)
 
-	victim.signal(syscall.SIGWINCH) // hold its writes in flight
+	victim.hold(t, true) // hold its writes in flight
 	time.Sleep(100 * time.Millisecond)
 	victim.signal(syscall.SIGSTOP)
 	f.apply("add", f.doc(after)) // goes on without it once its lease is over
 	resumed := time.Now().UnixNano()
 	victim.signal(syscall.SIGCONT)
-	victim.signal(syscall.SIGWINCH) // the held writes go
+	victim.hold(t, false) // the held writes go
 	time.Sleep(2 * time.Second)
 
 	for _, p := range slices.Clone(f.workers) {

@@ -201,14 +201,14 @@ func (r *tortureRun) change(weights map[int]float64, fault string) {
 		p := r.workers[r.rng.IntN(len(r.workers))]
 		hold := r.rng.IntN(2) == 0
 		if hold {
-			p.signal(syscall.SIGWINCH)
+			p.hold(t, true)
 			time.Sleep(50 * time.Millisecond)
 		}
 		p.signal(syscall.SIGSTOP)
 		time.Sleep(3*time.Second + time.Duration(r.rng.IntN(2000))*time.Millisecond)
 		p.signal(syscall.SIGCONT)
 		if hold {
-			p.signal(syscall.SIGWINCH)
+			p.hold(t, false)
 		}
 	case "blackhole":
 		p := r.workers[r.rng.IntN(len(r.workers))]

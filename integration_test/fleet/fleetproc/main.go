@@ -358,7 +358,11 @@ func (h *holdGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			gate := h.gate
 			h.mu.Unlock()
 			if gate != nil {
-				<-gate
+				select {
+				case <-gate:
+				case <-ctx.Done(): // a hold never released must not hang the worker
+					return ctx.Err()
+				}
 			}
 		}
 		return next(ctx, cmd)
