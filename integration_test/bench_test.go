@@ -150,7 +150,13 @@ func BenchmarkRealAutoPipeline(b *testing.B) {
 		o.MaxFlushDelay, o.AdaptiveDelay = d, adaptive
 		return o
 	}
+	concurrent := func(n int) *redis.AutoPipelineOptions {
+		o := apOptions(false)
+		o.Unordered, o.MaxConcurrentBatches = true, n
+		return o
+	}
 	rs, rsFD := newRedshard(apOptions(false)), newRedshard(apOptions(true))
+	rsC2, rsC4 := newRedshard(concurrent(2)), newRedshard(concurrent(4))
 	rsDelay, rsAdaptive := newRedshard(withDelay(100*time.Microsecond, false)), newRedshard(withDelay(100*time.Microsecond, true))
 
 	ctx := context.Background()
@@ -196,6 +202,8 @@ func BenchmarkRealAutoPipeline(b *testing.B) {
 	}{
 		{"redshard-ap", viaRedshard(rs)},
 		{"redshard-ap-fullduplex", viaRedshard(rsFD)},
+		{"redshard-ap-2batches", viaRedshard(rsC2)},
+		{"redshard-ap-4batches", viaRedshard(rsC4)},
 		{"redshard-ap-delay100us", viaRedshard(rsDelay)},
 		{"redshard-ap-adaptive100us", viaRedshard(rsAdaptive)},
 		{"goredis-ap-per-shard", viaHand(hand)},
