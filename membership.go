@@ -157,7 +157,11 @@ func changeID(old, next *topology) string {
 // finish against the ring they started with, and none fails because of the
 // switch. A shard keeps its client when its server (address, or Sentinel
 // master) and options are unchanged, whatever its name: renaming a shard
-// moves no key that is already on its server. Clients of new servers are
+// moves no key that is already on its server. Shard.Options is compared
+// by pointer; Shard.Failover by content, its function fields (Dialer,
+// OnConnect, credentials providers) by their code, since Go cannot compare
+// functions: a closure rebuilt with other captured values is not, alone, a
+// change. Clients of new servers are
 // created; clients of removed ones stay open until Rebalance has moved
 // their keys, then close.
 //
