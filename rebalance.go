@@ -37,9 +37,13 @@ type RebalanceOptions struct {
 	MoveStrays bool
 }
 
-// RebalanceProgress counts what Rebalance has done so far.
+// RebalanceProgress counts what Rebalance has done so far. Scanned and
+// Skipped count keys as SCAN returns them: a key SCAN returns twice (it
+// may, while the server resizes its table), or that a second pass sees
+// again after a verification found keys left behind, counts each time, so
+// Scanned can exceed Total.
 type RebalanceProgress struct {
-	Scanned int64 // keys seen on the shards scanned
+	Scanned int64 // keys seen on the shards scanned, each time SCAN returned one
 	Moved   int64 // keys copied to their owner and deleted from where they were
 	Skipped int64 // keys already on their owner, or gone before they could be moved
 	Failed  int64 // keys that could not be moved; they stay where they were
