@@ -44,6 +44,7 @@ import (
 	"github.com/redshard/redshard"
 	"github.com/redshard/redshard/internal/modelcheck"
 	"github.com/redshard/redshard/internal/redistest"
+	"github.com/redshard/redshard/internal/syncbuf"
 	"github.com/redshard/redshard/registry"
 )
 
@@ -92,30 +93,9 @@ func fleetproc(t *testing.T) string {
 type proc struct {
 	id, ledger     string
 	cmd            *exec.Cmd
-	stdout, stderr output
+	stdout, stderr syncbuf.Buffer // written by exec's copying goroutines while the test reads them
 	done           chan struct{}
 }
-
-// output is a child's stdout or stderr, written by exec's copying
-// goroutine while the test reads it.
-type output struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.b.Write(p)
-}
-
-func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.b.String()
-}
-
-func (o *output) Bytes() []byte { return []byte(o.String()) }
 
 func start(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()
@@ -614,7 +594,7 @@ func launchEtcd(t *testing.T, bin, client, peer string) *etcdServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
+	var stderr syncbuf.Buffer
 	e.cmd.Stderr = &stderr
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+
+	"github.com/redshard/redshard/internal/syncbuf"
 )
 
 // The tests' etcd is a real etcd server (go.etcd.io/etcd/server/v3/embed)
@@ -159,7 +161,7 @@ func (s *etcdServer) launch() error {
 		return err
 	}
 	ready := make(chan struct{})
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stdout = &lineWatcher{line: readyLine, seen: ready}
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -205,25 +207,6 @@ func (w *lineWatcher) Write(p []byte) (int, error) {
 		}
 		w.buf = w.buf[i+1:]
 	}
-}
-
-// syncBuffer is a strings.Builder safe for concurrent use: the child's
-// stderr is written by exec's copying goroutine.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // freeAddr returns a 127.0.0.1 address with a port that was free a moment
