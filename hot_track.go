@@ -7,10 +7,10 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redshard/redshard/internal/netconn"
 )
 
 // InvalidationState is how a shard's cached hot-key replies are kept fresh
@@ -166,7 +166,7 @@ func (hs *hotShard) newClient(subscriber bool) *redis.Client {
 		})
 	}
 	cl := hs.h.c.dial(hs.b.shard, connReader, nil)
-	cl.AddHook(closeHook{onClose: hs.readerClosed})
+	cl.AddHook(netconn.CloseHook{OnClose: hs.readerClosed})
 	return cl
 }
 
@@ -332,143 +332,4 @@ func (hs *hotShard) close() {
 	if sub != nil {
 		_ = sub.Close()
 	}
-}
-
-// closeHook reports the close of every connection its client dials.
-type closeHook struct{ onClose func() }
-
-func (h closeHook) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := next(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		nc := &notifyConn{Conn: conn, onClose: h.onClose}
-		if sc, ok := conn.(syscall.Conn); ok {
-			if raw, err := sc.SyscallConn(); err == nil {
-				// Keep go-redis's health check of idle connections working.
-				return newNotifySysConn(nc, raw, nil, nil), nil
-			}
-		}
-		return nc, nil
-	}
-}
-
-func (closeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-
-func (closeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-// notifyConn calls onClose once, when it is closed. Once severed, its
-// reads and writes fail with errSevered.
-type notifyConn struct {
-	net.Conn
-	once    sync.Once
-	onClose func()
-	severed atomic.Bool
-}
-
-func (c *notifyConn) Close() error {
-	c.once.Do(c.onClose)
-	return c.Conn.Close()
-}
-
-func (c *notifyConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	if err != nil && c.severed.Load() {
-		err = errSevered
-	}
-	return n, err
-}
-
-func (c *notifyConn) Write(p []byte) (int, error) {
-	n, err := c.Conn.Write(p)
-	if err != nil && c.severed.Load() {
-		err = errSevered
-	}
-	return n, err
-}
-
-// NetConn returns the wrapped connection (as crypto/tls.Conn does).
-func (c *notifyConn) NetConn() net.Conn { return c.Conn }
-
-// notifySysConn is a notifyConn over a connection with a file descriptor.
-// go-redis's pool checks such a connection each time it hands it out
-// (connCheck: a non-blocking MSG_PEEK read, one system call per command,
-// about a quarter of a GET's), through SyscallConn; the gate decides
-// whether that check runs.
-type notifySysConn struct {
-	*notifyConn
-	gate peekGate
-}
-
-func newNotifySysConn(nc *notifyConn, raw syscall.RawConn, clock *atomic.Uint32, exact *atomic.Int32) *notifySysConn {
-	c := &notifySysConn{notifyConn: nc, gate: peekGate{raw: raw, clock: clock, exact: exact}}
-	if clock != nil {
-		c.gate.seen.Store(clock.Load() - 1) // nothing read yet
-	}
-	return c
-}
-
-// Read records, for the gate, that the server answered on the
-// connection, or that it failed: then every gate on the clock lets its
-// next check run (a restarted server closed all of its connections, and
-// go-redis's retry must not take another of them unchecked).
-func (c *notifySysConn) Read(p []byte) (int, error) {
-	n, err := c.notifyConn.Read(p)
-	if c.gate.clock != nil {
-		if n > 0 {
-			if now := c.gate.clock.Load(); c.gate.seen.Load() != now {
-				c.gate.seen.Store(now)
-			}
-		} else if err != nil && !isTimeout(err) { // a deadline is not a closed server
-			c.gate.clock.Add(1)
-		}
-	}
-	return n, err
-}
-
-// Write: as Read, a failure makes every gate on the clock check again.
-func (c *notifySysConn) Write(p []byte) (int, error) {
-	n, err := c.notifyConn.Write(p)
-	if err != nil && c.gate.clock != nil && !isTimeout(err) {
-		c.gate.clock.Add(1)
-	}
-	return n, err
-}
-
-// SyscallConn returns the gate, which stands for the connection's own
-// RawConn (obtained once, at dial: net.TCPConn allocates one per call).
-func (c *notifySysConn) SyscallConn() (syscall.RawConn, error) { return &c.gate, nil }
-
-// peekGate passes go-redis's pool check of a connection through unless
-// the server answered on the connection since the last tick of clock (the
-// client's heartbeat ticker, Options.Health.Interval): a connection that
-// just carried a reply is not checked again. What the check would catch
-// there is a server that closed the connection within that interval
-// (CLIENT KILL, a restart). Then the command's read finds the close (EOF)
-// and go-redis runs the command again on a new connection (checked: the
-// failure advanced the clock): the server closed before it read the
-// command, so it ran once. Commands go-redis would not run again get
-// checked connections (exact), and with a shard client that does not
-// retry, or no heartbeats, there is no clock: every check runs.
-type peekGate struct {
-	raw   syscall.RawConn
-	clock *atomic.Uint32 // nil: never skip
-	exact *atomic.Int32  // while positive, never skip
-	seen  atomic.Uint32  // clock's value when a read last returned data
-}
-
-func (g *peekGate) Control(f func(fd uintptr)) error { return g.raw.Control(f) }
-
-func (g *peekGate) Write(f func(fd uintptr) bool) error { return g.raw.Write(f) }
-
-// Read is the check's non-blocking peek: it runs f unless the connection
-// answered within the current tick.
-func (g *peekGate) Read(f func(fd uintptr) bool) error {
-	if g.clock != nil && g.seen.Load() == g.clock.Load() && g.exact.Load() == 0 {
-		return nil
-	}
-	return g.raw.Read(f)
 }

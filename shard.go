@@ -7,11 +7,11 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+	"github.com/redshard/redshard/internal/netconn"
 )
 
 // backend is the one owner of everything redshard holds for one shard
@@ -59,7 +59,7 @@ type backend struct {
 
 	hot atomic.Pointer[hotShard] // nil until the hot-key layer first uses the shard
 
-	conns connSet // the command client's open connections, severed when the shard goes down
+	conns netconn.Set // the command client's open connections, severed when the shard goes down
 
 	mu        sync.Mutex // guards closed, heartbeat, timeouts and the creation of hot
 	closed    bool
@@ -113,7 +113,7 @@ func (b *backend) streamDialer(next dialer) dialer {
 		if err != nil {
 			return nil, err
 		}
-		return b.conns.track(conn, b.peekClock), nil
+		return b.conns.Track(conn, b.peekClock), nil
 	}
 }
 
@@ -127,21 +127,18 @@ type dialer = func(ctx context.Context, network, addr string) (net.Conn, error)
 func (b *backend) markDown(as Shard, cause error) {
 	b.downErr.Store(&shardDownError{shard: as, cause: cause})
 	b.down.Store(true)
-	b.conns.closeAll()
+	b.conns.SeverAll()
 }
 
 // failFast is a hook of every backend's command client: it tracks the
 // client's connections so that markDown can sever them, and reports the
 // errors of commands cut off that way as the shard's ErrShardDown. A
-// severed connection's reads and writes fail with errSevered, which
+// severed connection's reads and writes fail with netconn.ErrSevered, which
 // go-redis does not retry (a retry would dial the frozen server and wait
 // ReadTimeout again); dials are not refused, since go-redis's pool would
 // take refusals for a dead server and keep failing for a while after the
 // shard came back.
 type failFast struct{ b *backend }
-
-// errSevered is what the I/O of a connection severed by markDown returns.
-var errSevered = errors.New("redshard: connection severed: the shard was marked down")
 
 func (f failFast) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -152,7 +149,7 @@ func (f failFast) DialHook(next redis.DialHook) redis.DialHook {
 		if isSubscriberDial(ctx) { // a Pub/Sub link probes its own connection: markDown leaves it
 			return conn, nil
 		}
-		return f.b.conns.track(conn, f.b.peekClock), nil
+		return f.b.conns.Track(conn, f.b.peekClock), nil
 	}
 }
 
@@ -167,7 +164,7 @@ func (f failFast) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // shard is down is the shard's ErrShardDown.
 func (b *backend) process(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
 	if cmd.NoRetry() {
-		defer b.conns.checkAll()()
+		defer b.conns.CheckAll()()
 	}
 	err := next(ctx, cmd)
 	if err != nil && b.down.Load() && !isRedisError(err) && err != redis.Nil {
@@ -180,7 +177,7 @@ func (b *backend) process(ctx context.Context, cmd redis.Cmder, next redis.Proce
 func (f failFast) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		if isTx(cmds) { // go-redis does not run a transaction again
-			defer f.b.conns.checkAll()()
+			defer f.b.conns.CheckAll()()
 		}
 		err := next(ctx, cmds)
 		if err != nil && f.b.down.Load() {
@@ -195,87 +192,6 @@ func (f failFast) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 			}
 		}
 		return err
-	}
-}
-
-// connSet is a set of open connections that can be closed at once. It is
-// safe for concurrent use; its zero value is empty.
-type connSet struct {
-	mu    sync.Mutex
-	conns map[*notifyConn]struct{} // guarded by mu
-
-	// exact counts the commands running that go-redis would not run
-	// again on a new connection (transactions, NoRetry commands, Watch):
-	// while any does, the set's peekGates let every check run, so such a
-	// command never gets a connection the server closed unseen.
-	exact atomic.Int32
-}
-
-// checkedHook makes every command it sees take a checked connection
-// (connSet.checkAll).
-type checkedHook struct{ s *connSet }
-
-func (h checkedHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h checkedHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		defer h.s.checkAll()()
-		return next(ctx, cmd)
-	}
-}
-
-func (h checkedHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		defer h.s.checkAll()()
-		return next(ctx, cmds)
-	}
-}
-
-// checkAll makes the set's connections' health checks run until the
-// returned func is called.
-func (s *connSet) checkAll() func() {
-	s.exact.Add(1)
-	return func() { s.exact.Add(-1) }
-}
-
-// track returns conn wrapped so that it leaves the set when closed. A
-// connection with a file descriptor keeps go-redis's health check of
-// pooled connections, through a peekGate on clock (nil: every check
-// runs, as in go-redis).
-func (s *connSet) track(conn net.Conn, clock *atomic.Uint32) net.Conn {
-	nc := &notifyConn{Conn: conn}
-	nc.onClose = func() {
-		s.mu.Lock()
-		delete(s.conns, nc)
-		s.mu.Unlock()
-	}
-	s.mu.Lock()
-	if s.conns == nil {
-		s.conns = map[*notifyConn]struct{}{}
-	}
-	s.conns[nc] = struct{}{}
-	s.mu.Unlock()
-	if sc, ok := conn.(syscall.Conn); ok {
-		if raw, err := sc.SyscallConn(); err == nil {
-			return newNotifySysConn(nc, raw, clock, &s.exact)
-		}
-	}
-	return nc
-}
-
-// closeAll severs every connection of the set: their I/O fails with
-// errSevered from now on, and they are closed (outside the set's lock:
-// Close calls back into the set).
-func (s *connSet) closeAll() {
-	s.mu.Lock()
-	all := make([]*notifyConn, 0, len(s.conns))
-	for c := range s.conns {
-		all = append(all, c)
-	}
-	s.mu.Unlock()
-	for _, c := range all {
-		c.severed.Store(true)
-		_ = c.Close()
 	}
 }
 

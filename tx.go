@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redshard/redshard/internal/netconn"
 
 	"github.com/redshard/redshard/internal/command"
 )
@@ -56,7 +57,7 @@ func (c *Client) watch(ctx context.Context, fn func(*redis.Tx) error, keys ...st
 	}
 	// The transaction's connection is taken checked: go-redis does not
 	// run a Watch again on a new one.
-	defer top.shards[i].conns.checkAll()()
+	defer top.shards[i].conns.CheckAll()()
 	return top.shards[i].client.Watch(ctx, func(tx *redis.Tx) error {
 		tx.AddHook(txGuard{c: c, top: top, shard: i, key: first})
 		return fn(tx)
@@ -166,7 +167,7 @@ func (c *Client) Conn() *redis.Conn {
 		conn := top.shards[0].client.Conn()
 		// Its connection is taken checked: go-redis does not retry a
 		// Conn's command on another connection.
-		conn.AddHook(checkedHook{&top.shards[0].conns})
+		conn.AddHook(netconn.CheckedHook{Set: &top.shards[0].conns})
 		return conn
 	}
 	return c.Client.Conn()

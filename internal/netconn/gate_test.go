@@ -1,4 +1,4 @@
-package redshard
+package netconn
 
 import (
 	"errors"
@@ -37,10 +37,10 @@ func (c *scriptedConn) Write([]byte) (int, error) { return 0, c.err }
 // gate on the clock check again.
 func TestPeekGate(t *testing.T) {
 	var clock atomic.Uint32
-	var set connSet
+	var set Set
 	raw := &countingRaw{}
 	conn := &scriptedConn{}
-	c := newNotifySysConn(&notifyConn{Conn: conn}, raw, &clock, &set.exact)
+	c := newSysConn(&notifyConn{Conn: conn}, raw, &clock, &set.exact)
 	check := func(want int, why string) {
 		t.Helper()
 		before := raw.reads
@@ -70,7 +70,7 @@ func TestPeekGate(t *testing.T) {
 	read(3, nil)
 	check(0, "after a reply in the new tick")
 
-	done := set.checkAll()
+	done := set.CheckAll()
 	check(1, "while a transaction runs")
 	done()
 	check(0, "once it ended")
@@ -86,7 +86,7 @@ func TestPeekGate(t *testing.T) {
 
 	// No clock (no heartbeats, or no retries): every check runs.
 	raw2 := &countingRaw{}
-	c2 := newNotifySysConn(&notifyConn{Conn: &scriptedConn{n: 1}}, raw2, nil, nil)
+	c2 := newSysConn(&notifyConn{Conn: &scriptedConn{n: 1}}, raw2, nil, nil)
 	_, _ = c2.Read(make([]byte, 8))
 	rc, _ := c2.SyscallConn()
 	_ = rc.Read(func(uintptr) bool { return true })
