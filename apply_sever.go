@@ -27,7 +27,10 @@ const severRetry = 250 * time.Millisecond
 // dropped member's fails (fleet_fence.go). Members read just before the
 // sever are spared, so a process that joined meanwhile keeps its
 // connections; one that is joining has acknowledged nothing and read a
-// config no older than prev (it joins before it reads).
+// config no older than prev (it joins before it reads). A member is
+// spared by identity: its id and the incarnation its heartbeat carries,
+// both in its connections' names (connName), so a dropped process is cut
+// off even when a live one reuses its id or has one that looks alike.
 //
 // A server that cannot be reached is tried again until ctx ends: a dropped
 // member's connection to it could carry a write once it answers again.
@@ -61,10 +64,10 @@ func (d *driver) severOnce(ctx context.Context, prev registry.Config, shards []S
 	if err != nil {
 		return fmt.Errorf("reading the members: %w", err)
 	}
-	keep := make(map[string]bool, len(members))
+	keep := make(map[connMember]bool, len(members))
 	for _, m := range members {
-		if v := m.Version(); v == (registry.Version{}) || !v.Less(prev.Version()) {
-			keep[connName(m.ID)] = true
+		if v := m.Version(); m.Incarnation != "" && (v == (registry.Version{}) || !v.Less(prev.Version())) {
+			keep[connMember{m.ID, m.Incarnation}] = true
 		}
 	}
 	errs := make([]error, len(shards))
@@ -83,9 +86,11 @@ func (d *driver) severOnce(ctx context.Context, prev registry.Config, shards []S
 	return errors.Join(errs...)
 }
 
-// severOn kills, on cl's server, the fleet connections whose name keep
-// does not hold; it returns how many it killed.
-func severOn(ctx context.Context, cl *redis.Client, keep map[string]bool) (int, error) {
+// severOn kills, on cl's server, the fleet connections (those whose name
+// starts with connNamePrefix) whose (member, incarnation) pair keep does
+// not hold, and those whose name connName cannot have made; it returns how
+// many it killed.
+func severOn(ctx context.Context, cl *redis.Client, keep map[connMember]bool) (int, error) {
 	list, err := cl.ClientList(ctx).Result()
 	if err != nil {
 		return 0, err
@@ -101,7 +106,10 @@ func severOn(ctx context.Context, cl *redis.Client, keep map[string]bool) (int, 
 				name = f[len("name="):]
 			}
 		}
-		if id != "" && strings.HasPrefix(name, connNamePrefix) && !keep[name] {
+		if id == "" || !strings.HasPrefix(name, connNamePrefix) {
+			continue
+		}
+		if m, ok := parseConnName(name); !ok || !keep[m] {
 			ids = append(ids, id)
 		}
 	}

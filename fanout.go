@@ -23,7 +23,7 @@ func (t *topology) planFanout(ctx context.Context, cmd redis.Cmder, info command
 	switch {
 	case info.Name == "randomkey":
 		return route{direct: -1, finish: func() { _ = t.randomKey(ctx, cmd) }}
-	case t.handoff != nil && info.Name == "dbsize" && len(args) == 1:
+	case t.changing() && info.Name == "dbsize" && len(args) == 1:
 		return route{direct: -1, finish: func() {
 			n, err := t.dbsizeDuringChange(ctx)
 			if err != nil {
@@ -32,7 +32,7 @@ func (t *topology) planFanout(ctx context.Context, cmd redis.Cmder, info command
 			}
 			setResult(cmd, n)
 		}}
-	case t.handoff != nil && info.Name == "keys" && len(args) == 2:
+	case t.changing() && info.Name == "keys" && len(args) == 2:
 		return route{direct: -1, finish: func() {
 			keys, err := t.keysDuringChange(ctx, command.Arg(args[1]))
 			if err != nil {
@@ -386,10 +386,16 @@ func setResult(cmd redis.Cmder, v interface{}) {
 // keys: shards are tried in random order (during a change, the servers it
 // removes too: their keys are still the application's), each with a few
 // RANDOMKEY calls, then a SCAN for a user key when the server keeps
-// answering with internal ones.
+// answering with internal ones. A shard that is down is skipped; if no
+// other has a key, the answer is that shard's ErrShardDown, not nil: its
+// keys may be all there is (DESIGN.md semantics 8).
 func (t *topology) randomKey(ctx context.Context, cmd redis.Cmder) error {
+	var down *shard
 	for _, s := range t.randomKeySources() {
 		if s.down.Load() {
+			if down == nil {
+				down = s
+			}
 			continue
 		}
 		k, err := randomUserKey(ctx, s.client)
@@ -402,6 +408,11 @@ func (t *topology) randomKey(ctx context.Context, cmd redis.Cmder) error {
 		}
 		setResult(cmd, k)
 		return nil
+	}
+	if down != nil {
+		err := down.downError()
+		cmd.SetErr(err)
+		return err
 	}
 	cmd.SetErr(redis.Nil)
 	return redis.Nil

@@ -207,7 +207,8 @@ type follower struct {
 	// than half a lease ago (fenceMargin): read on the command path
 	// (Client.enter) and by the admission of connections (fleet_fence.go).
 	lease *lease.Lease
-	// connName names this process's command connections (connName).
+	// connName names this process's command connections: its member id
+	// and incarnation (connName).
 	connName string
 	// holdTimeout bounds a command held in Prepare (FleetOptions.HoldTimeout).
 	holdTimeout time.Duration
@@ -244,7 +245,8 @@ func newFollower(c *Client, reg registry.Registry, fo *FleetOptions) (*follower,
 		_, _ = rand.Read(b[:])
 		f.me.ID = fmt.Sprintf("%s/%d/%s", host, f.me.PID, hex.EncodeToString(b[:]))
 	}
-	f.connName = connName(f.me.ID)
+	f.me.Incarnation = newIncarnation()
+	f.connName = connName(f.me.ID, f.me.Incarnation)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	// Join before reading: from now on a driver counts this process as

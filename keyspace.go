@@ -15,7 +15,8 @@ var ownIndexes = []string{InternalIndexKey, registry.RedisIndexKey}
 
 // The keyspace during a membership change. KEYS, SCAN, DBSIZE and
 // RANDOMKEY read every server a key may be on: while a change is handed
-// off, a key that has not moved yet is still on its previous owner,
+// off (or, in a fleet, prepared here while another process migrates it:
+// walkRings), a key that has not moved yet is still on its previous owner,
 // possibly a server the change removed, and a moved one is on its new
 // owner (for a moment on both, between settle and release). So, during a
 // change, they walk the servers of both rings in two halves:
@@ -54,26 +55,45 @@ type visit struct {
 	other bool
 }
 
+// walkRings returns the two rings a keyspace walk of t reads during a
+// change, previous then new; from is nil outside a change. A change is
+// handed off (from is the handoff's previous ring, to is t) or, in a
+// fleet, prepared: t still routes by the previous ring, but a process
+// already in Migrate moves keys to the next one (hold.nextTop), so the
+// walk reads both there too (docs/membership.md, property 6).
+func (t *topology) walkRings() (from, to *topology) {
+	switch {
+	case t.handoff != nil:
+		return t.handoff.from, t
+	case t.hold != nil:
+		return t, t.hold.nextTop
+	}
+	return nil, t
+}
+
+// changing reports whether a keyspace walk of t reads two rings.
+func (t *topology) changing() bool { return t.handoff != nil || t.hold != nil }
+
 // walkLen is the number of servers a keyspace walk of t visits.
 func (t *topology) walkLen() int {
-	if h := t.handoff; h != nil {
-		return len(h.from.shards) + len(t.shards)
+	if from, to := t.walkRings(); from != nil {
+		return len(from.shards) + len(to.shards)
 	}
 	return len(t.shards)
 }
 
 // walkAt returns the i-th server of a keyspace walk of t, i < walkLen().
 func (t *topology) walkAt(i int) visit {
-	h := t.handoff
-	if h == nil {
+	from, to := t.walkRings()
+	if from == nil {
 		return visit{s: t.shards[i], role: visitAll}
 	}
-	if i < len(h.from.shards) {
-		s := h.from.shards[i]
-		return visit{s: s, role: visitOld, other: hasBackend(t.shards, s.backend)}
+	if i < len(from.shards) {
+		s := from.shards[i]
+		return visit{s: s, role: visitOld, other: hasBackend(to.shards, s.backend)}
 	}
-	s := t.shards[i-len(h.from.shards)]
-	return visit{s: s, role: visitNew, other: hasBackend(h.from.shards, s.backend)}
+	s := to.shards[i-len(from.shards)]
+	return visit{s: s, role: visitNew, other: hasBackend(from.shards, s.backend)}
 }
 
 func hasBackend(list []*shard, b *backend) bool {
@@ -86,7 +106,7 @@ func hasBackend(list []*shard, b *backend) bool {
 // already (one pipeline per owner).
 func (t *topology) count(ctx context.Context, v visit, keys []string) ([]string, error) {
 	keys = slices.DeleteFunc(keys, isInternalKey)
-	h := t.handoff
+	from, to := t.walkRings()
 	switch {
 	case v.role == visitAll || len(keys) == 0:
 		return keys, nil
@@ -95,17 +115,17 @@ func (t *topology) count(ctx context.Context, v visit, keys []string) ([]string,
 			return keys, nil
 		}
 		return slices.DeleteFunc(keys, func(k string) bool {
-			return h.from.shards[h.from.ring.LookupIndex(k)].backend == v.s.backend
+			return from.shards[from.ring.LookupIndex(k)].backend == v.s.backend
 		}), nil
 	}
 	// The first half: keep a key on its previous owner (any key, on a
 	// removed server) unless its new owner already has it.
 	var ask map[*shard][]string
 	keys = slices.DeleteFunc(keys, func(k string) bool {
-		if v.other && h.from.shards[h.from.ring.LookupIndex(k)].backend != v.s.backend {
+		if v.other && from.shards[from.ring.LookupIndex(k)].backend != v.s.backend {
 			return true // not its previous owner: the second half counts it here
 		}
-		n := t.shards[t.ring.LookupIndex(k)]
+		n := to.shards[to.ring.LookupIndex(k)]
 		if n.backend == v.s.backend {
 			return false
 		}
@@ -149,8 +169,8 @@ func (t *topology) count(ctx context.Context, v visit, keys []string) ([]string,
 func (t *topology) keysDuringChange(ctx context.Context, pattern string) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
-	h := t.handoff
-	for _, half := range [2]struct{ from, to int }{{0, len(h.from.shards)}, {len(h.from.shards), t.walkLen()}} {
+	from, _ := t.walkRings()
+	for _, half := range [2]struct{ from, to int }{{0, len(from.shards)}, {len(from.shards), t.walkLen()}} {
 		replies := make([][]string, half.to-half.from)
 		errs := make([]error, len(replies))
 		parallel(len(replies), func(i int) {
@@ -218,11 +238,20 @@ func (t *topology) dbsizeDuringChange(ctx context.Context) (int64, error) {
 }
 
 // randomKeySources lists the shards RANDOMKEY may pick a key from, in a
-// random order: during a change, the removed servers too.
+// random order: during a change, the removed servers too, and in a fleet's
+// Prepare the next ring's servers (a process in Migrate moves keys there).
 func (t *topology) randomKeySources() []*shard {
 	src := t.shards
-	if t.handoff != nil {
+	switch {
+	case t.handoff != nil:
 		src = t.sources()
+	case t.hold != nil:
+		src = slices.Clone(t.sources())
+		for _, s := range t.hold.nextTop.shards {
+			if !hasBackend(src, s.backend) {
+				src = append(src, s)
+			}
+		}
 	}
 	out := make([]*shard, len(src))
 	for i, j := range rand.Perm(len(src)) {

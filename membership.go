@@ -249,14 +249,32 @@ func (c *Client) releaseChangeLocked(ctx context.Context, top *topology) func() 
 // handOff brings the given keys of a command over from their previous
 // owners, when a change is in progress and their owner changed.
 // A topology that is guarded (seal) sends every key of a command through
-// here.
-func (c *Client) handOff(ctx context.Context, top *topology, args []interface{}, keys []int) error {
+// here. A hold or a move waits no longer than ctx, nor than the context
+// cmd was built with: an AutoPipeliner runs a batch of one command on a
+// context of its own (holdContext).
+func (c *Client) handOff(ctx context.Context, top *topology, cmd redis.Cmder, keys []int) error {
+	ctx, stop := holdContext(ctx, []redis.Cmder{cmd})
+	defer stop()
+	args := cmd.Args()
 	for _, k := range keys {
 		if err := c.handOffKey(ctx, top, command.Arg(args[k])); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// handOffBatch is handOffAll for the keys of a batch's commands (a
+// pipeline's, a transaction's, an AutoPipeliner's batch): a hold or a move
+// waits no longer than the earliest deadline of the commands' own contexts
+// (holdContext), nor ctx's.
+func (c *Client) handOffBatch(ctx context.Context, top *topology, cmds []redis.Cmder, keys []string) error {
+	if !top.guarded || len(keys) == 0 {
+		return nil
+	}
+	hctx, stop := holdContext(ctx, cmds)
+	defer stop()
+	return c.handOffAll(hctx, top, keys)
 }
 
 // handOffAll hands off many keys (a pipeline's, a transaction's) in parallel.

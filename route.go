@@ -84,7 +84,7 @@ func (c *Client) route(ctx context.Context, top *topology, cmd redis.Cmder, info
 			// A channel is no key: nothing to move, hold or fence (during
 			// a change the pub/sub multiplexer listens on both owners).
 			if top.guarded && info.Class == command.Keyed {
-				if err := c.handOff(ctx, top, cmd.Args(), keys); err != nil {
+				if err := c.handOff(ctx, top, cmd, keys); err != nil {
 					return err
 				}
 			}
@@ -127,7 +127,7 @@ func (c *Client) routeOther(ctx context.Context, top *topology, cmd redis.Cmder,
 		return err
 	}
 	if top.guarded && info.Class == command.Split {
-		if err := c.handOff(ctx, top, cmd.Args(), keys); err != nil {
+		if err := c.handOff(ctx, top, cmd, keys); err != nil {
 			return err
 		}
 	}
@@ -433,7 +433,7 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 			finishes = append(finishes, rt.finish)
 		}
 	}
-	if err := c.handOffAll(ctx, top, moved); err != nil {
+	if err := c.handOffBatch(ctx, top, cmds, moved); err != nil {
 		setCmdsErr(cmds, err)
 		return err
 	}
@@ -544,7 +544,7 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 			}
 		}
 	}
-	if err := c.handOffAll(ctx, top, moved); err != nil {
+	if err := c.handOffBatch(ctx, top, cmds, moved); err != nil {
 		setCmdsErr(cmds, err)
 		return err
 	}

@@ -61,7 +61,7 @@ func (t *topology) planScan(ctx context.Context, cmd redis.Cmder) (route, error)
 	sc.Args()[1] = cur & scanInnerMask
 	v := t.walkAt(s)
 	finish := func() {
-		if t.handoff != nil {
+		if t.changing() {
 			// During a change the walk visits servers outside the ring
 			// (keyspace.go): the page is read here.
 			if v.s.down.Load() {
@@ -104,7 +104,7 @@ func (t *topology) planScan(ctx context.Context, cmd redis.Cmder) (route, error)
 		}
 		cmd.SetErr(nil)
 	}
-	if t.handoff != nil {
+	if t.changing() {
 		return route{direct: -1, finish: finish}, nil
 	}
 	return route{direct: -1, subs: []sub{{shard: s, cmd: sc}}, finish: finish}, nil

@@ -15,6 +15,15 @@ type Member struct {
 	ID   string `json:"id"`
 	Host string `json:"host,omitempty"`
 	PID  int    `json:"pid,omitempty"`
+	// Incarnation is a random token a process draws when it starts, so
+	// that two processes (one paused, one that reuses its ID, or two
+	// whose IDs merely look alike) are never the same member: a fleet
+	// process names its connections to the shards with its ID and
+	// incarnation, and a driver spares exactly the (ID, Incarnation)
+	// pairs it reads here. Empty: a member that names no connection
+	// (written by hand or by an older version), whose connections a
+	// driver does not spare.
+	Incarnation string `json:"incarnation,omitempty"`
 	// Epoch and Phase are the version the process has acknowledged.
 	Epoch uint64 `json:"epoch"`
 	Phase Phase  `json:"phase,omitempty"`

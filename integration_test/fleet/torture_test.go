@@ -36,7 +36,10 @@ import (
 //
 // p0 sends its commands one by one, p1 through go-redis's default
 // AutoPipeliner per shard, p2 through its full-duplex one
-// (Options.AutoPipeline).
+// (Options.AutoPipeline); two more, whose ids have spaces, non-ASCII bytes
+// and one name under the old mapping of bytes <= ' ', send with a 300ms
+// deadline through Client.AutoPipeline() and FullDuplex
+// (torture_identity_test.go).
 //
 // At the end the merged histories and a final read of every key must be
 // linearizable per key (porcupine: no acknowledged write lost, no deleted
@@ -117,6 +120,7 @@ func torture(t *testing.T, kind string, seed uint64, dur time.Duration) {
 		// the command is written: a held write is sent, its answer held).
 		f.worker(id, "--registry", kind+"://"+px.Addr()+path, "--autopipeline", []string{"", "batch", "fullduplex"}[i])
 	}
+	r.identityWorkers(regAddr, path)
 	time.Sleep(500 * time.Millisecond)
 
 	kinds := []string{"pause", "blackhole", "forget", "driver-kill", "two-drivers", "shard-kill"}
@@ -131,7 +135,9 @@ func torture(t *testing.T, kind string, seed uint64, dur time.Duration) {
 	}
 
 	for _, p := range slices.Clone(f.workers) {
-		t.Logf("%s: %v", p.id, p.stop(t))
+		tot := p.stop(t)
+		t.Logf("%s: %v", p.id, tot)
+		checkIdentityWorker(t, p.id, tot)
 		f.remove(p)
 	}
 	ops := f.history(f.finalReads(weights))

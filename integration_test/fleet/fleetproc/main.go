@@ -219,8 +219,13 @@ func (l *ledger) write(e Entry) {
 // Totals is what a worker prints when it stops.
 type Totals struct {
 	Ops, Errors, Fenced, Held int64
-	FencedSeen                bool
-	Version                   registry.Version
+	// HeldAtHoldTimeout counts the held commands refused when
+	// FleetOptions.HoldTimeout ran out rather than a little before their
+	// own deadline: with a --deadline shorter than HoldTimeout, each is a
+	// wait that its caller's deadline did not bound.
+	HeldAtHoldTimeout int64
+	FencedSeen        bool
+	Version           registry.Version
 }
 
 func work(args []string) error {
@@ -235,6 +240,8 @@ func work(args []string) error {
 	pollOnly := fs.Bool("poll-only", false, "poll the registry instead of watching it")
 	onlyKeys := fs.String("only-keys", "", "comma-separated keys to use instead of k000...")
 	autoPipeline := fs.String("autopipeline", "", `Options.AutoPipeline: "" off, "batch" go-redis's default AutoPipeliner per shard, "fullduplex" its full-duplex one`)
+	front := fs.Bool("front-autopipeline", false, "send the commands through Client.AutoPipeline()")
+	deadline := fs.Duration("deadline", 30*time.Second, "each command's deadline")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -273,6 +280,14 @@ func work(args []string) error {
 		return err
 	}
 	defer c.Close()
+	var via kv = c
+	if *front {
+		ap, err := c.AutoPipeline()
+		if err != nil {
+			return err
+		}
+		via = ap
+	}
 	// SIGWINCH starts holding every SET and DEL in a shard hook, after
 	// redshard routed and checked it and before it is sent; the next
 	// SIGWINCH lets them go. Frozen (SIGSTOP) while held, a command is one
@@ -303,7 +318,7 @@ func work(args []string) error {
 				default:
 					e.Op = "del"
 				}
-				op(ctx, c, led, &e, &tot)
+				op(ctx, c, via, *deadline, led, &e, &tot)
 				time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond)
 			}
 		}()
@@ -373,10 +388,19 @@ func (h *holdGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	return next
 }
 
-// op runs one operation and records it. The operation runs with a
-// context of its own: stopping the worker does not cut it short.
-func op(stopping context.Context, c *redshard.Client, led *ledger, e *Entry, tot *Totals) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(stopping), 30*time.Second)
+// kv is what a worker sends its commands through: the client, or its
+// AutoPipeline().
+type kv interface {
+	Get(ctx context.Context, key string) *redis.StringCmd
+	Set(ctx context.Context, key string, value interface{}, expiration time.Duration) *redis.StatusCmd
+	Del(ctx context.Context, keys ...string) *redis.IntCmd
+}
+
+// op runs one operation through via, with deadline, and records it. The
+// operation runs with a context of its own: stopping the worker does not
+// cut it short.
+func op(stopping context.Context, c *redshard.Client, via kv, deadline time.Duration, led *ledger, e *Entry, tot *Totals) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(stopping), deadline)
 	defer cancel()
 	e.Call = time.Now().UnixNano()
 	if e.Op != "get" {
@@ -387,11 +411,11 @@ func op(stopping context.Context, c *redshard.Client, led *ledger, e *Entry, tot
 	var err error
 	switch e.Op {
 	case "get":
-		e.Val, err = c.Get(ctx, e.Key).Result()
+		e.Val, err = via.Get(ctx, e.Key).Result()
 	case "set":
-		err = c.Set(ctx, e.Key, e.Arg, 0).Err()
+		err = via.Set(ctx, e.Key, e.Arg, 0).Err()
 	case "del":
-		e.N, err = c.Del(ctx, e.Key).Result()
+		e.N, err = via.Del(ctx, e.Key).Result()
 	}
 	e.Return = time.Now().UnixNano()
 	atomic.AddInt64(&tot.Ops, 1)
@@ -407,6 +431,9 @@ func op(stopping context.Context, c *redshard.Client, led *ledger, e *Entry, tot
 		} else if errors.Is(err, redshard.ErrHandoffInProgress) && strings.Contains(err.Error(), "has not reached its migrate phase") {
 			e.Refused = true
 			atomic.AddInt64(&tot.Held, 1)
+			if strings.Contains(err.Error(), "(FleetOptions.HoldTimeout)") {
+				atomic.AddInt64(&tot.HeldAtHoldTimeout, 1) // the hold's limit, not the command's deadline
+			}
 		}
 	}
 	if st, _ := c.FleetStatus(); st.Fenced {
