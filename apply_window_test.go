@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/redshard/redshard"
 	"github.com/redshard/redshard/registry"
@@ -63,7 +64,11 @@ func applyWindow(t *testing.T, at registry.Version, after bool) {
 	write := func(who string, c *redshard.Client, n int) {
 		for i := range n {
 			k, v := fmt.Sprintf("%s:%d", who, i), fmt.Sprintf("%s-%d", who, i)
-			err := c.Set(ctx, k, v, 0).Err()
+			// A write of a key that moves waits in Prepare for the phase
+			// the stopped driver never publishes: a short deadline.
+			wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			err := c.Set(wctx, k, v, 0).Err()
+			cancel()
 			switch {
 			case err == nil:
 				acked[k] = v
