@@ -42,7 +42,8 @@ func (d *driver) restore(ctx context.Context, cur registry.Config, doc json.RawM
 	// lost may never have been published, nor the sever before it run:
 	// sever as its publish would have (members that acknowledged the
 	// phase before it, or are joining, are spared).
-	if err := d.sever(ctx, registry.Config{Epoch: before(lost.Version()).Epoch, Phase: before(lost.Version()).Phase}, lost); err != nil {
+	prev := before(lost.Version())
+	if err := d.sever(ctx, registry.Config{Epoch: prev.Epoch, Phase: prev.Phase}, lost); err != nil {
 		return cur, err
 	}
 	if err := d.reg.Publish(ctx, cur, restored); err != nil {
