@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -147,6 +148,7 @@ func (r *tortureRun) restoreOld() {
 		t.Fatal("restore-old: no snapshot taken")
 	}
 	before := r.startNewcomer()
+	r.awaitWorking(before) // it follows the registry before the restore
 	i := 0
 	if n := len(rs.snapshots); n > 1 {
 		i = r.rng.IntN(n - 1) // not the newest: older than the last change
@@ -161,9 +163,25 @@ func (r *tortureRun) restoreOld() {
 	}
 }
 
-// stopNewcomer stops p, a process restoreOld started.
+// awaitWorking waits until p says it is working (fleetproc work: its
+// client is made and SIGTERM ends it with its totals), for at most 60s.
+func (r *tortureRun) awaitWorking(p *proc) {
+	deadline := time.After(60 * time.Second)
+	for !strings.Contains(p.stderr.String(), "working\n") {
+		select {
+		case <-p.done:
+			r.t.Fatalf("worker %s ended before it worked: %v; stderr:\n%s", p.id, p.cmd.ProcessState, p.stderr.String())
+		case <-deadline:
+			r.t.Fatalf("worker %s did not start working in 60s; stderr:\n%s", p.id, p.stderr.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// stopNewcomer stops p, a process restoreOld started, once it works.
 func (r *tortureRun) stopNewcomer(p *proc) {
 	rs := &r.restore
+	r.awaitWorking(p)
 	rs.newcomers = slices.DeleteFunc(rs.newcomers, func(q *proc) bool { return q == p })
 	r.t.Logf("%s: %v", p.id, p.stop(r.t))
 	r.remove(p)
