@@ -195,12 +195,7 @@ func (d *driver) run(ctx context.Context, doc json.RawMessage) error {
 			return err
 		}
 		next := cur.Begin(doc, fleetChangeID(cur, doc), d.opt.Driver)
-		// The beacon goes first, so that the wait it asks for before
-		// Migrate overlaps the acknowledgements of Prepare.
-		if d.beacons, err = d.writeBeacons(ctx, next); err != nil {
-			return err
-		}
-		if err := d.publish(ctx, cur, next); err != nil {
+		if err := d.advance(ctx, cur, next); err != nil {
 			return err
 		}
 		cur = next
@@ -208,6 +203,9 @@ func (d *driver) run(ctx context.Context, doc json.RawMessage) error {
 	published := time.Now()
 	for {
 		if d.beacons.IsZero() {
+			// Resumed: cur's beacons were written before it was published
+			// (or are the next phase's, written just before a driver
+			// stopped); written again, they say what the registry says.
 			if d.beacons, err = d.writeBeacons(ctx, cur); err != nil {
 				return err
 			}
@@ -236,11 +234,28 @@ func (d *driver) run(ctx context.Context, doc json.RawMessage) error {
 		if err != nil {
 			return err
 		}
-		if err := d.publish(ctx, cur, next); err != nil {
+		if err := d.advance(ctx, cur, next); err != nil {
 			return err
 		}
 		cur, published = next, time.Now()
 	}
+}
+
+// advance publishes next over cur, next's beacons first: on every server
+// of both rings, the beacon of a phase is written before the phase is
+// published (and before the sever), so a registry that loses a phase the
+// fleet follows finds it, or the phase after it, on the servers
+// (docs/membership.md, "A registry that forgets"). A driver that stops
+// between the two leaves beacons one legal step ahead of the registry,
+// which apply and joining processes take for what it is (nextPhase). For
+// Prepare, the beacon's time also starts the wait Migrate asks for, which
+// so overlaps the acknowledgements of Prepare.
+func (d *driver) advance(ctx context.Context, cur, next registry.Config) error {
+	var err error
+	if d.beacons, err = d.writeBeacons(ctx, next); err != nil {
+		return err
+	}
+	return d.publish(ctx, cur, next)
 }
 
 func (d *driver) publish(ctx context.Context, prev, next registry.Config) error {

@@ -38,6 +38,14 @@ func (d *driver) restore(ctx context.Context, cur registry.Config, doc json.RawM
 		return cur, err
 	}
 	restored := registry.Restore(lost, how)
+	// lost's beacons go on the servers before lost is published (run), so
+	// lost may never have been published, nor the sever before it run:
+	// sever as its publish would have (members that acknowledged the
+	// phase before it, or are joining, are spared).
+	prev := before(lost.Version())
+	if err := d.sever(ctx, registry.Config{Epoch: prev.Epoch, Phase: prev.Phase}, lost); err != nil {
+		return cur, err
+	}
 	if err := d.reg.Publish(ctx, cur, restored); err != nil {
 		return cur, fmt.Errorf("redshard: apply: restoring the registry to %s: %w", lost.Version(), err)
 	}
@@ -87,11 +95,14 @@ func (d *driver) lost(ctx context.Context, cur registry.Config, doc json.RawMess
 				ErrRegistryBehind, top.server, b.server, b.cfg.Version(), top.cfg.ID(), b.cfg.ID())
 		}
 	}
-	// A driver writes the next Prepare's beacons just before it publishes
-	// it, and may have stopped in between: not a loss.
-	nextPrepare := top != nil && top.cfg.Phase == registry.Prepare && registry.CheckTransition(cur, top.cfg) == nil
-	if top == nil || nextPrepare || !behind(cur, top.cfg) {
-		if _, astray := registry.AckedConfig(members, cur); len(astray) > 0 && !nextPrepare {
+	// A driver writes each phase's beacons just before it publishes the
+	// phase, and may have stopped in between: beacons one legal step ahead
+	// of the registry, of a config no member reports, are not a loss (run
+	// goes on from cur and publishes that phase itself, sever first). A
+	// member that reports it shows it was published: a loss.
+	pending := top != nil && nextPhase(cur, top.cfg) && !reported(members, top.cfg)
+	if top == nil || pending || !behind(cur, top.cfg) {
+		if _, astray := registry.AckedConfig(members, cur); len(astray) > 0 {
 			return lost, "", fmt.Errorf("%w: it holds %s, but member %s reports %s (%s) and no server's beacon holds that config: it cannot be restored from them",
 				ErrRegistryBehind, cur.Version(), astray[0].ID, astray[0].Version(), orNone(astray[0].Config))
 		}
@@ -117,11 +128,24 @@ func (d *driver) lost(ctx context.Context, cur registry.Config, doc json.RawMess
 // A server that cannot be read fails the call: the config it holds could
 // be the newest.
 func (d *driver) readBeacons(ctx context.Context, cfgs ...registry.Config) ([]beaconConfig, error) {
-	shards, err := configServers(&d.base, cfgs...)
+	list, err := readBeacons(ctx, &d.base, cfgs...)
+	if err != nil {
+		return nil, fmt.Errorf("redshard: apply: reading the servers' beacons: %w", err)
+	}
+	return list, nil
+}
+
+// readBeacons reads the beacon of every server of the configs' documents,
+// each on a connection of its own made with o's connection settings (and
+// no fleet admission), within ctx. It returns the beacons it read (a
+// server with none is left out) and, joined, the errors of the servers it
+// could not read.
+func readBeacons(ctx context.Context, o *Options, cfgs ...registry.Config) ([]beaconConfig, error) {
+	shards, err := configServers(o, cfgs...)
 	if err != nil {
 		return nil, err
 	}
-	dialer := &Client{cfg: &config{opt: d.base}}
+	dialer := &Client{cfg: &config{opt: *o}}
 	dialer.cfg.opt.Registry = nil
 	out := make([]*beaconConfig, len(shards))
 	errs := make([]error, len(shards))
@@ -142,16 +166,46 @@ func (d *driver) readBeacons(ctx context.Context, cfgs ...registry.Config) ([]be
 			out[i] = &beaconConfig{shards[i], cfg}
 		}
 	})
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("redshard: apply: reading the servers' beacons: %w", err)
-	}
 	var list []beaconConfig
 	for _, b := range out {
 		if b != nil {
 			list = append(list, *b)
 		}
 	}
-	return list, nil
+	return list, errors.Join(errs...)
+}
+
+// nextPhase reports whether b, a beacon, is the config a driver publishes
+// next after cur, what the registry holds (registry.CheckTransition; not a
+// restore, and not the first config of an empty registry).
+func nextPhase(cur, b registry.Config) bool {
+	return cur.Version() != (registry.Version{}) && b.Restored == "" && registry.CheckTransition(cur, b) == nil
+}
+
+// reported reports whether a member acknowledged cfg.
+func reported(members []registry.Member, cfg registry.Config) bool {
+	for _, m := range members {
+		if m.Version() == cfg.Version() && m.Config == cfg.ID() {
+			return true
+		}
+	}
+	return false
+}
+
+// before is the version of the phase a driver publishes before a phase at
+// v: for Stable, Commit (a Stable after an abort or the first one has no
+// Commit before it; Commit is the later bound, so a sever that spares
+// members from it on spares too few rather than too many).
+func before(v registry.Version) registry.Version {
+	switch v.Phase {
+	case registry.Prepare:
+		return registry.Version{Epoch: v.Epoch - 1, Phase: registry.Stable}
+	case registry.Migrate:
+		return registry.Version{Epoch: v.Epoch, Phase: registry.Prepare}
+	case registry.Commit:
+		return registry.Version{Epoch: v.Epoch, Phase: registry.Migrate}
+	}
+	return registry.Version{Epoch: v.Epoch, Phase: registry.Commit}
 }
 
 // astrayError is what awaitAcks returns for members that report a config

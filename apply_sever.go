@@ -73,7 +73,7 @@ func (d *driver) severOnce(ctx context.Context, prev registry.Config, shards []S
 	errs := make([]error, len(shards))
 	killed := make([]int, len(shards))
 	parallel(len(shards), func(i int) {
-		cl := d.client.dial(shards[i], connCommand, nil)
+		cl := d.dialer().dial(shards[i], connCommand, nil)
 		defer cl.Close()
 		killed[i], errs[i] = severOn(ctx, cl, keep)
 		if errs[i] != nil {
@@ -84,6 +84,17 @@ func (d *driver) severOnce(ctx context.Context, prev registry.Config, shards []S
 		d.severed += n
 	}
 	return errors.Join(errs...)
+}
+
+// dialer is the client the driver dials the servers with: its own client,
+// or, before it has one (restore), one with its options and no registry.
+func (d *driver) dialer() *Client {
+	if d.client != nil {
+		return d.client
+	}
+	c := &Client{cfg: &config{opt: d.base}}
+	c.cfg.opt.Registry = nil
+	return c
 }
 
 // severOn kills, on cl's server, the fleet connections (those whose name

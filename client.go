@@ -152,6 +152,7 @@ func NewClient(opt *Options) (*Client, error) {
 			c.closeHot()
 			return nil, fmt.Errorf("redshard: the registry's config (%s): %w", first.Version(), err)
 		}
+		f.fenceAtStart(top, first)
 		c.top.Store(top.seal())
 		c.fleet = f
 	} else {

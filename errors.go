@@ -96,10 +96,13 @@ var (
 	// ErrRegistryBehind is returned (FleetStatus.Err; Apply) when a fleet's
 	// registry holds a config older than what the fleet has followed, or
 	// another config at the same version: it lost its data or was
-	// restored from an older copy. A process that sees it fences itself
-	// (it refuses the keys the servers' beacons say a change moves) until
-	// the registry is ahead again; Apply restores the registry from the
-	// servers' beacons (docs/operations.md).
+	// restored from an older copy; or, to a process that starts or
+	// catches up, when a server's beacon names a newer config than the
+	// registry's (or another at its version). A process that sees it
+	// fences itself (it refuses, with ErrFenced wrapping this error, the
+	// keys the servers' beacons say a change moves) until the registry is
+	// ahead again; Apply restores the registry from the servers' beacons
+	// (docs/operations.md).
 	ErrRegistryBehind = errors.New("redshard: the registry is behind the fleet")
 	// ErrFleetManaged is returned by SetShards on a client that follows a
 	// registry: its shard list changes with the fleet's (redshard apply).

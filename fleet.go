@@ -369,7 +369,7 @@ func (f *follower) heartbeats() {
 			if beats++; beats%4 != 0 || !f.poll() {
 				continue
 			}
-			f.fenceFor(f.getErr().Error())
+			f.fenceFor(f.getErr())
 		}
 		f.fenceNow()
 		if !f.catchUp() {
@@ -508,8 +508,19 @@ func (f *follower) catchUp() bool {
 	}
 	f.apply(cfg)
 	f.applyMu.Lock()
-	defer f.applyMu.Unlock()
-	if f.applied.Version().Less(cfg.Version()) {
+	applied := f.applied
+	f.applyMu.Unlock()
+	if applied.Version().Less(cfg.Version()) {
+		return false
+	}
+	// The registry may be behind the fleet though not behind this process
+	// (a process that started on it): the fence ends only once the
+	// servers' beacons agree with it (fleet_beacons.go).
+	if err := f.beaconsAhead(f.ctx, applied); err != nil {
+		f.setErr(err)
+		if registryBehind(err) {
+			f.fenceFor(err)
+		}
 		return false
 	}
 	f.setErr(nil)
@@ -544,7 +555,7 @@ func (f *follower) apply(cfg registry.Config) {
 	}
 	next.fence = nil
 	if fc := old.fence; fc != nil {
-		next.fence = &fence{f: f, known: cfg.Version(), rc: fc.rc, reason: fc.reason, cache: fc.cache}
+		next.fence = &fence{f: f, known: cfg.Version(), knownID: cfg.ID(), rc: fc.rc, reason: fc.reason, cause: fc.cause, cache: fc.cache}
 	}
 	next.admit = old.admit // a regime's admission opens once the previous regime has drained, whatever the ring
 	if next.flight != old.flight {
@@ -737,11 +748,13 @@ func (c *Client) dropSettled(ctx context.Context, h *handoff, shards []*shard) {
 // fence is a fenced topology's state (see the top of this file and
 // fleet_fence.go).
 type fence struct {
-	f      *follower
-	known  registry.Version // the version the topology follows
-	rc     ring.Config      // the client's ring defaults, for the beacons' documents
-	reason string
-	cache  *beaconCache // shared by the fences of one fenced stretch
+	f       *follower
+	known   registry.Version // the version the topology follows
+	knownID string           // and its config's ID
+	rc      ring.Config      // the client's ring defaults, for the beacons' documents
+	reason  string
+	cause   error        // what fenced the process, if an error did (wrapped in refusals); nil: the lease
+	cache   *beaconCache // shared by the fences of one fenced stretch
 }
 
 // beaconCache is what a fenced process last read of each server's beacon,
@@ -827,6 +840,9 @@ func (b *beacon) set(start time.Time, data []byte, rc ring.Config) (beaconView, 
 }
 
 func (fc *fence) errorf(key, format string, args ...any) error {
+	if fc.cause != nil {
+		return fmt.Errorf("%w: key %q: %s; %w", ErrFenced, key, fmt.Sprintf(format, args...), fc.cause)
+	}
 	return fmt.Errorf("%w: key %q: %s; %s", ErrFenced, key, fmt.Sprintf(format, args...), fc.reason)
 }
 
@@ -848,8 +864,8 @@ func (fc *fence) check(ctx context.Context, top *topology, key string) error {
 	if err != nil {
 		return fc.errorf(key, "reading the beacon of shard %s: %v", s.Shard, err)
 	}
-	if !fc.known.Less(b.cfg.Version()) {
-		return nil
+	if v := b.cfg.Version(); v.Less(fc.known) || v == fc.known && b.cfg.ID() == fc.knownID {
+		return nil // the beacon knows no newer config than the one this process follows
 	}
 	for _, r := range b.rings {
 		if r.owner(key) != s.id {

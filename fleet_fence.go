@@ -266,24 +266,36 @@ func (c *Client) fleetOnConnect(s Shard) func(context.Context, *redis.Conn) erro
 
 // fenceNow fences the process, unless it is already: its commands from now
 // on are checked as a fenced process's.
-func (f *follower) fenceNow() { f.fenceFor("") }
+func (f *follower) fenceNow() { f.fenceFor(nil) }
 
-// fenceFor is fenceNow with the reason commands refused are given; empty:
-// the lease ran out.
-func (f *follower) fenceFor(reason string) {
+// fenceFor is fenceNow with the error that fences the process, which the
+// commands it refuses wrap; nil: the lease ran out. A process already
+// fenced for another reason is fenced again with cause when cause says the
+// registry is behind the fleet (ErrRegistryBehind), so that its refusals
+// say so.
+func (f *follower) fenceFor(cause error) {
 	f.newRegime(func(t *topology) bool {
 		if t.fence != nil {
-			return false
+			if !registryBehind(cause) || registryBehind(t.fence.cause) {
+				return false
+			}
+			fc := *t.fence
+			fc.cause, fc.reason = cause, cause.Error()
+			t.fence = &fc
+			return true
 		}
-		known := f.acked.Load().Version
-		if reason == "" {
+		a := f.acked.Load()
+		var reason string
+		if cause != nil {
+			reason = cause.Error()
+		} else {
 			f.mu.Lock()
 			since := f.sentOK
 			f.mu.Unlock()
 			reason = fmt.Sprintf("no heartbeat of this process has reached the registry since %s (lease %v)",
 				since.UTC().Format(time.RFC3339Nano), f.ttl)
 		}
-		t.fence = &fence{f: f, known: known, rc: f.c.cfg.opt.ringConfig(), cache: &beaconCache{}, reason: reason}
+		t.fence = &fence{f: f, known: a.Version, knownID: a.id, rc: f.c.cfg.opt.ringConfig(), cache: &beaconCache{}, reason: reason, cause: cause}
 		return true
 	})
 }

@@ -83,11 +83,15 @@ func TestSentinelShardInFleet(t *testing.T) {
 	so := &redis.Options{DB: 3}
 	var built atomic.Int32
 	// No heartbeat, whose client NewFailoverShardClient would build too:
-	// built counts command clients.
+	// built counts command clients, those with the fleet's admission (the
+	// short-lived clients that read the shard's beacon when the process
+	// starts or catches up have none).
 	follower := &redshard.Options{Registry: open(), ShardOptions: so, Fleet: &redshard.FleetOptions{MemberID: "web-1"},
 		Health: &redshard.HealthOptions{Disable: true},
 		NewFailoverShardClient: func(_ redshard.Shard, opt *redis.FailoverOptions) *redis.Client {
-			built.Add(1)
+			if opt.OnConnect != nil {
+				built.Add(1)
+			}
 			return redis.NewFailoverClient(opt)
 		}}
 	apply := func(d json.RawMessage) {

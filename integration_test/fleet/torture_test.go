@@ -32,7 +32,10 @@ import (
 //   - forget: the registry flushed (Redis) or restarted empty (etcd);
 //   - driver-kill: the driver SIGKILLed mid-phase, then run again;
 //   - two-drivers: a second driver started at once with the same change;
-//   - shard-kill: a data server killed and restarted on its own data.
+//   - shard-kill: a data server killed and restarted on its own data;
+//   - restore-old: the registry restored from a snapshot taken after an
+//     earlier change, while a process starts on it and another stops
+//     (torture_restore_test.go).
 //
 // p0 sends its commands one by one, p1 through go-redis's default
 // AutoPipeliner per shard, p2 through its full-duplex one
@@ -83,6 +86,7 @@ type tortureRun struct {
 	faults  map[string]int
 	applies int
 	recipes int // changes of placement recipe among the applies
+	restore restoreState
 }
 
 func torture(t *testing.T, kind string, seed uint64, dur time.Duration) {
@@ -106,6 +110,7 @@ func torture(t *testing.T, kind string, seed uint64, dur time.Duration) {
 
 	weights := map[int]float64{0: 1, 1: 1, 2: 1}
 	r.fleet.apply("seed", r.doc(weights))
+	r.takeSnapshot()
 	for i := range 3 {
 		id := fmt.Sprintf("p%d", i)
 		px, err := blackhole.Listen(regAddr)
@@ -123,7 +128,7 @@ func torture(t *testing.T, kind string, seed uint64, dur time.Duration) {
 	r.identityWorkers(regAddr, path)
 	time.Sleep(500 * time.Millisecond)
 
-	kinds := []string{"pause", "blackhole", "forget", "driver-kill", "two-drivers", "shard-kill"}
+	kinds := []string{"pause", "blackhole", "forget", "driver-kill", "two-drivers", "shard-kill", "restore-old"}
 	end := time.Now().Add(dur)
 	for round := 0; time.Now().Before(end) || round < len(kinds); round++ {
 		weights = r.nextWeights(weights)
@@ -142,8 +147,8 @@ func torture(t *testing.T, kind string, seed uint64, dur time.Duration) {
 	}
 	ops := f.history(f.finalReads(weights))
 	misplaced := r.misplaced(weights)
-	t.Logf("%s registry: %d histories, %d operations, %d changes applied (%d of the placement recipe); faults %v; misplaced %d",
-		kind, len(f.gone), len(ops), r.applies, r.recipes, r.faults, misplaced)
+	t.Logf("%s registry: %d histories, %d operations, %d changes applied (%d of the placement recipe); faults %v; %s; misplaced %d",
+		kind, len(f.gone), len(ops), r.applies, r.recipes, r.faults, r.restoreCounts(), misplaced)
 	check(t, ops)
 }
 
@@ -242,6 +247,8 @@ func (r *tortureRun) change(weights map[int]float64, fault string) {
 		s.Kill()
 		time.Sleep(time.Duration(200+r.rng.IntN(800)) * time.Millisecond)
 		s.Recover(t)
+	case "restore-old":
+		r.restoreOld()
 	}
 	ok := r.wait(drv)
 	for attempt := 0; !ok; attempt++ {
@@ -252,6 +259,7 @@ func (r *tortureRun) change(weights map[int]float64, fault string) {
 		ok = r.wait(r.startDriver(doc))
 	}
 	r.applies++
+	r.takeSnapshot()
 }
 
 // startDriver runs fleetproc apply in the background.

@@ -297,6 +297,7 @@ func work(args []string) error {
 
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTERM, syscall.SIGINT, syscall.SIGWINCH)
+	fmt.Fprintln(os.Stderr, "working") // the client is made and SIGTERM ends the run with its totals
 	ctx, stop := context.WithCancel(context.Background())
 	var tot Totals
 	var seq atomic.Int64
