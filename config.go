@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -211,6 +212,9 @@ func parseConfig(data []byte) (*Options, error) {
 	// Editors on Windows save UTF-8 with a byte-order mark; JSON has no use
 	// for it.
 	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
+	if err := checkDepth(data); err != nil {
+		return nil, err
+	}
 	if err := checkDuplicateFields(data); err != nil {
 		return nil, err
 	}
@@ -315,22 +319,65 @@ func parseConfig(data []byte) (*Options, error) {
 	return opt, nil
 }
 
+// maxConfigDepth bounds how deeply a configuration file may nest lists and
+// objects. The format itself nests 5 deep (the file, "shards", a shard,
+// "sentinel", "addrs"); the bound leaves room for that and refuses, at
+// once and with a clear error, a file that could only be a mistake or an
+// attack.
+const maxConfigDepth = 32
+
+// checkDepth refuses a file that nests lists and objects deeper than
+// maxConfigDepth, naming where the limit is crossed. It reads each byte
+// once, skipping strings (a bracket in a string is no nesting); a syntax
+// error is left to the decoder, which words it.
+func checkDepth(data []byte) error {
+	depth := 0
+	inString, escaped := false, false
+	for i, c := range data {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			if depth > maxConfigDepth {
+				return fmt.Errorf("malformed configuration: lists and objects nested deeper than %d at %s (the format nests at most 5 deep)",
+					maxConfigDepth, position(data, int64(i)))
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return nil
+}
+
 // checkDuplicateFields refuses an object, at any depth, that names a field
 // twice: encoding/json would keep the last value silently. Names are
 // compared as encoding/json matches them, ignoring case. The error gives
 // the field's path as the file spells it ("shards[1].addr") and where the
 // second one is. Syntax errors are left to the decoder, which words them.
 func checkDuplicateFields(data []byte) error {
+	// Each frame keeps only its own step of the path (".addr", "[1]"): the
+	// whole path is built once, for the error, so the check stays linear
+	// in the file's size whatever its depth.
 	type frame struct {
 		object bool
 		keys   map[string]bool // lower-cased names seen in this object
 		key    bool            // in an object: the next token is a key or '}'
-		path   string          // of this object or array
-		index  int             // in an array: the next element's index
+		step   string          // this object's or list's step from its parent
+		index  int             // in a list: the next element's index
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var stack []*frame
-	var keyPath string // path of the value after the key just read
+	var keyStep string // step of the value after the key just read
 	for {
 		tok, err := dec.Token()
 		if err != nil {
@@ -346,31 +393,36 @@ func checkDuplicateFields(data []byte) error {
 				continue
 			}
 			k, _ := tok.(string) // an object's keys are strings
-			keyPath = k
-			if top.path != "" {
-				keyPath = top.path + "." + k
-			}
+			keyStep = "." + k
 			low := strings.ToLower(k)
 			if top.keys[low] {
-				return fmt.Errorf("%s: the field is given twice (again at %s); keep one", keyPath, position(data, dec.InputOffset()))
+				var b strings.Builder
+				for _, f := range stack {
+					b.WriteString(f.step)
+				}
+				b.WriteString(keyStep)
+				return fmt.Errorf("%s: the field is given twice (again at %s); keep one",
+					strings.TrimPrefix(b.String(), "."), position(data, dec.InputOffset()))
 			}
 			top.keys[low] = true
 			top.key = false
 			continue
 		}
-		path := keyPath
+		step := keyStep
 		switch {
 		case top != nil && top.object:
 			top.key = true // after this value: a key or '}'
 		case top != nil:
-			path = fmt.Sprintf("%s[%d]", top.path, top.index)
+			step = "[" + strconv.Itoa(top.index) + "]"
 			top.index++
+		default:
+			step = ""
 		}
 		switch tok {
 		case json.Delim('{'):
-			stack = append(stack, &frame{object: true, keys: map[string]bool{}, key: true, path: path})
+			stack = append(stack, &frame{object: true, keys: map[string]bool{}, key: true, step: step})
 		case json.Delim('['):
-			stack = append(stack, &frame{path: path})
+			stack = append(stack, &frame{step: step})
 		case json.Delim(']'):
 			stack = stack[:len(stack)-1]
 		}

@@ -59,3 +59,23 @@ func foldedCollision(v any) bool {
 	}
 	return false
 }
+
+// TestCheckDuplicateFieldsDeep: the duplicate-field check stays linear
+// whatever the depth (it used to rebuild each element's path at every
+// depth), and still names the repeated field by its whole path.
+func TestCheckDuplicateFieldsDeep(t *testing.T) {
+	const n = 100_000
+	data := strings.Repeat(`{"a": [`, n) + `{"b": 1, "B": 2}` + strings.Repeat("]}", n)
+	err := checkDuplicateFields([]byte(data))
+	if err == nil {
+		t.Fatal("checkDuplicateFields accepted an object naming b twice")
+	}
+	want := strings.Repeat("a[0].", n) + "B: the field is given twice"
+	if !strings.HasPrefix(err.Error(), want) {
+		msg := err.Error()
+		if len(msg) > 200 {
+			msg = msg[:100] + "..." + msg[len(msg)-100:]
+		}
+		t.Errorf("error %q does not start with the field's whole path", msg)
+	}
+}
