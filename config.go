@@ -82,11 +82,28 @@ import (
 // ErrNoShards, ErrDuplicateName, ErrInvalidWeight, ErrInvalidHealthOptions,
 // ...) and name the file and the field as the file spells it.
 func LoadConfig(path string) (*Options, error) {
+	return loadConfig(path, true)
+}
+
+// LoadConfigWithoutSecrets reads a configuration file as LoadConfig does,
+// with the same checks and errors, but reads no secret: the variables that
+// password_env and sentinel_password_env name are not looked up, need not
+// be set, and the passwords of the Options it returns are empty. It is for
+// tools that read a file's shards and placement and contact no server
+// (redshard plan and shares); a client built from its Options cannot
+// authenticate where the file asks for a password.
+func LoadConfigWithoutSecrets(path string) (*Options, error) {
+	return loadConfig(path, false)
+}
+
+// loadConfig reads and parses the file at path; secrets says whether the
+// passwords are read from the environment.
+func loadConfig(path string, secrets bool) (*Options, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("redshard: config: %w", err)
 	}
-	opt, err := parseConfig(data)
+	opt, err := parseConfig(data, secrets)
 	if err != nil {
 		return nil, fmt.Errorf("redshard: config %s: %w", path, err)
 	}
@@ -207,8 +224,10 @@ type fileDetector struct {
 }
 
 // parseConfig decodes and validates the contents of a configuration file.
-// Its errors name the field but not the file.
-func parseConfig(data []byte) (*Options, error) {
+// Its errors name the field but not the file. secrets says whether the
+// passwords are read from the variables the file names; without, those
+// variables are not looked up and the passwords stay empty.
+func parseConfig(data []byte, secrets bool) (*Options, error) {
 	// Editors on Windows save UTF-8 with a byte-order mark; JSON has no use
 	// for it.
 	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
@@ -264,7 +283,7 @@ func parseConfig(data []byte) (*Options, error) {
 	case fc.PoolSize < 0:
 		return nil, fmt.Errorf("pool_size: %d is negative", fc.PoolSize)
 	}
-	if fc.PasswordEnv != "" {
+	if fc.PasswordEnv != "" && secrets {
 		pw, ok := os.LookupEnv(fc.PasswordEnv)
 		if !ok {
 			return nil, fmt.Errorf("password_env: environment variable %s is not set", fc.PasswordEnv)
@@ -283,7 +302,7 @@ func parseConfig(data []byte) (*Options, error) {
 	if fc.SentinelUsername != "" || fc.SentinelPasswordEnv != "" || slices.ContainsFunc(fc.Shards, func(s fileShard) bool { return s.Sentinel != nil }) {
 		fo := failoverTemplate(so)
 		fo.SentinelUsername = fc.SentinelUsername
-		if fc.SentinelPasswordEnv != "" {
+		if fc.SentinelPasswordEnv != "" && secrets {
 			pw, ok := os.LookupEnv(fc.SentinelPasswordEnv)
 			if !ok {
 				return nil, fmt.Errorf("sentinel_password_env: environment variable %s is not set", fc.SentinelPasswordEnv)

@@ -22,7 +22,8 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, _ = parseConfig(data)
+		_, _ = parseConfig(data, true)
+		_, _ = parseConfig(data, false)
 		var v any
 		if json.Unmarshal(data, &v) != nil || foldedCollision(v) {
 			return
