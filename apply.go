@@ -95,8 +95,10 @@ type PhaseReport struct {
 // Prepare, Migrate, Commit, Stable), each only once every live member has
 // acknowledged the previous, writes each phase's beacon on every server
 // of the change (read by processes that lost the registry), and runs the
-// data migration (Rebalance) in Migrate. Interrupted (ctx, a lost lock, a
-// failed migration), it leaves the change where it is; calling Apply again
+// data migration (Rebalance) in Migrate; a migration cut short by the
+// driver's lease (a loaded machine, a slow server) runs again while it
+// makes progress. Interrupted (ctx, a lost lock, a failed migration), it
+// leaves the change where it is; calling Apply again
 // with the same doc resumes it. A change in flight to another document is
 // refused: finish it first. With doc already in place Apply only waits for
 // the fleet to be on it (Unchanged). A second Apply while one runs fails
@@ -315,7 +317,7 @@ func (d *driver) migrate(ctx context.Context, cfg registry.Config) error {
 	if d.opt.Progress != nil {
 		d.opt.Progress(ApplyProgress{Config: cfg, Rebalancing: true})
 	}
-	rep, err := d.client.Rebalance(ctx, d.opt.Rebalance)
+	rep, err := d.rebalanceResuming(ctx) // again while it progresses (apply_resume.go)
 	d.rep.Rebalance = rep
 	if err != nil {
 		return fmt.Errorf("redshard: apply: migrating the data: %w (run apply again to resume)", err)
