@@ -176,6 +176,10 @@ func (d *driver) run(ctx context.Context, doc json.RawMessage) error {
 	}
 	d.rep.From = cur.Version()
 	if cur.Version() == (registry.Version{}) {
+		// Data already on the servers must be placed as doc says (apply_initial.go).
+		if err := d.checkInitialPlacement(ctx, doc); err != nil {
+			return err
+		}
 		next := registry.Initial(doc)
 		if err := d.publish(ctx, cur, next); err != nil {
 			return err
