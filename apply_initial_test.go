@@ -59,3 +59,25 @@ func TestApplyRefusesMisplacedData(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyAcceptsAFewForeignKeys: a few keys of another application on
+// the servers (placed by no ring) do not stop the first apply; the fleet
+// leaves them alone.
+func TestApplyAcceptsAFewForeignKeys(t *testing.T) {
+	f := newFleet(t, 2)
+	for i, m := range f.mini {
+		for j := range 3 {
+			if err := m.Set(fmt.Sprintf("other-app:%d:%d", i, j), "not the fleet's"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f.apply(t, context.Background(), f.doc(2))
+	for i, m := range f.mini {
+		for j := range 3 {
+			if k := fmt.Sprintf("other-app:%d:%d", i, j); !m.Exists(k) {
+				t.Errorf("server %d lost %s", i, k)
+			}
+		}
+	}
+}
