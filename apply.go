@@ -95,8 +95,10 @@ type PhaseReport struct {
 // Prepare, Migrate, Commit, Stable), each only once every live member has
 // acknowledged the previous, writes each phase's beacon on every server
 // of the change (read by processes that lost the registry), and runs the
-// data migration (Rebalance) in Migrate. Interrupted (ctx, a lost lock, a
-// failed migration), it leaves the change where it is; calling Apply again
+// data migration (Rebalance) in Migrate; a migration cut short by the
+// driver's lease (a loaded machine, a slow server) runs again while it
+// makes progress. Interrupted (ctx, a lost lock, a failed migration), it
+// leaves the change where it is; calling Apply again
 // with the same doc resumes it. A change in flight to another document is
 // refused: finish it first. With doc already in place Apply only waits for
 // the fleet to be on it (Unchanged). A second Apply while one runs fails
@@ -174,6 +176,10 @@ func (d *driver) run(ctx context.Context, doc json.RawMessage) error {
 	}
 	d.rep.From = cur.Version()
 	if cur.Version() == (registry.Version{}) {
+		// Data already on the servers must be placed as doc says (apply_initial.go).
+		if err := d.checkInitialPlacement(ctx, doc); err != nil {
+			return err
+		}
 		next := registry.Initial(doc)
 		if err := d.publish(ctx, cur, next); err != nil {
 			return err
@@ -330,7 +336,7 @@ func (d *driver) migrate(ctx context.Context, cfg registry.Config) error {
 	if d.opt.Progress != nil {
 		d.opt.Progress(ApplyProgress{Config: cfg, Rebalancing: true})
 	}
-	rep, err := d.client.Rebalance(ctx, d.opt.Rebalance)
+	rep, err := d.rebalanceResuming(ctx) // again while it progresses (apply_resume.go)
 	d.rep.Rebalance = rep
 	if err != nil {
 		return fmt.Errorf("redshard: apply: migrating the data: %w (run apply again to resume)", err)

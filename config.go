@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -81,11 +82,28 @@ import (
 // ErrNoShards, ErrDuplicateName, ErrInvalidWeight, ErrInvalidHealthOptions,
 // ...) and name the file and the field as the file spells it.
 func LoadConfig(path string) (*Options, error) {
+	return loadConfig(path, true)
+}
+
+// LoadConfigWithoutSecrets reads a configuration file as LoadConfig does,
+// with the same checks and errors, but reads no secret: the variables that
+// password_env and sentinel_password_env name are not looked up, need not
+// be set, and the passwords of the Options it returns are empty. It is for
+// tools that read a file's shards and placement and contact no server
+// (redshard plan and shares); a client built from its Options cannot
+// authenticate where the file asks for a password.
+func LoadConfigWithoutSecrets(path string) (*Options, error) {
+	return loadConfig(path, false)
+}
+
+// loadConfig reads and parses the file at path; secrets says whether the
+// passwords are read from the environment.
+func loadConfig(path string, secrets bool) (*Options, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("redshard: config: %w", err)
 	}
-	opt, err := parseConfig(data)
+	opt, err := parseConfig(data, secrets)
 	if err != nil {
 		return nil, fmt.Errorf("redshard: config %s: %w", path, err)
 	}
@@ -206,11 +224,16 @@ type fileDetector struct {
 }
 
 // parseConfig decodes and validates the contents of a configuration file.
-// Its errors name the field but not the file.
-func parseConfig(data []byte) (*Options, error) {
+// Its errors name the field but not the file. secrets says whether the
+// passwords are read from the variables the file names; without, those
+// variables are not looked up and the passwords stay empty.
+func parseConfig(data []byte, secrets bool) (*Options, error) {
 	// Editors on Windows save UTF-8 with a byte-order mark; JSON has no use
 	// for it.
 	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
+	if err := checkDepth(data); err != nil {
+		return nil, err
+	}
 	if err := checkDuplicateFields(data); err != nil {
 		return nil, err
 	}
@@ -260,7 +283,7 @@ func parseConfig(data []byte) (*Options, error) {
 	case fc.PoolSize < 0:
 		return nil, fmt.Errorf("pool_size: %d is negative", fc.PoolSize)
 	}
-	if fc.PasswordEnv != "" {
+	if fc.PasswordEnv != "" && secrets {
 		pw, ok := os.LookupEnv(fc.PasswordEnv)
 		if !ok {
 			return nil, fmt.Errorf("password_env: environment variable %s is not set", fc.PasswordEnv)
@@ -279,7 +302,7 @@ func parseConfig(data []byte) (*Options, error) {
 	if fc.SentinelUsername != "" || fc.SentinelPasswordEnv != "" || slices.ContainsFunc(fc.Shards, func(s fileShard) bool { return s.Sentinel != nil }) {
 		fo := failoverTemplate(so)
 		fo.SentinelUsername = fc.SentinelUsername
-		if fc.SentinelPasswordEnv != "" {
+		if fc.SentinelPasswordEnv != "" && secrets {
 			pw, ok := os.LookupEnv(fc.SentinelPasswordEnv)
 			if !ok {
 				return nil, fmt.Errorf("sentinel_password_env: environment variable %s is not set", fc.SentinelPasswordEnv)
@@ -315,22 +338,65 @@ func parseConfig(data []byte) (*Options, error) {
 	return opt, nil
 }
 
+// maxConfigDepth bounds how deeply a configuration file may nest lists and
+// objects. The format itself nests 5 deep (the file, "shards", a shard,
+// "sentinel", "addrs"); the bound leaves room for that and refuses, at
+// once and with a clear error, a file that could only be a mistake or an
+// attack.
+const maxConfigDepth = 32
+
+// checkDepth refuses a file that nests lists and objects deeper than
+// maxConfigDepth, naming where the limit is crossed. It reads each byte
+// once, skipping strings (a bracket in a string is no nesting); a syntax
+// error is left to the decoder, which words it.
+func checkDepth(data []byte) error {
+	depth := 0
+	inString, escaped := false, false
+	for i, c := range data {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			if depth > maxConfigDepth {
+				return fmt.Errorf("malformed configuration: lists and objects nested deeper than %d at %s (the format nests at most 5 deep)",
+					maxConfigDepth, position(data, int64(i)))
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return nil
+}
+
 // checkDuplicateFields refuses an object, at any depth, that names a field
 // twice: encoding/json would keep the last value silently. Names are
 // compared as encoding/json matches them, ignoring case. The error gives
 // the field's path as the file spells it ("shards[1].addr") and where the
 // second one is. Syntax errors are left to the decoder, which words them.
 func checkDuplicateFields(data []byte) error {
+	// Each frame keeps only its own step of the path (".addr", "[1]"): the
+	// whole path is built once, for the error, so the check stays linear
+	// in the file's size whatever its depth.
 	type frame struct {
 		object bool
 		keys   map[string]bool // lower-cased names seen in this object
 		key    bool            // in an object: the next token is a key or '}'
-		path   string          // of this object or array
-		index  int             // in an array: the next element's index
+		step   string          // this object's or list's step from its parent
+		index  int             // in a list: the next element's index
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var stack []*frame
-	var keyPath string // path of the value after the key just read
+	var keyStep string // step of the value after the key just read
 	for {
 		tok, err := dec.Token()
 		if err != nil {
@@ -346,31 +412,36 @@ func checkDuplicateFields(data []byte) error {
 				continue
 			}
 			k, _ := tok.(string) // an object's keys are strings
-			keyPath = k
-			if top.path != "" {
-				keyPath = top.path + "." + k
-			}
+			keyStep = "." + k
 			low := strings.ToLower(k)
 			if top.keys[low] {
-				return fmt.Errorf("%s: the field is given twice (again at %s); keep one", keyPath, position(data, dec.InputOffset()))
+				var b strings.Builder
+				for _, f := range stack {
+					b.WriteString(f.step)
+				}
+				b.WriteString(keyStep)
+				return fmt.Errorf("%s: the field is given twice (again at %s); keep one",
+					strings.TrimPrefix(b.String(), "."), position(data, dec.InputOffset()))
 			}
 			top.keys[low] = true
 			top.key = false
 			continue
 		}
-		path := keyPath
+		step := keyStep
 		switch {
 		case top != nil && top.object:
 			top.key = true // after this value: a key or '}'
 		case top != nil:
-			path = fmt.Sprintf("%s[%d]", top.path, top.index)
+			step = "[" + strconv.Itoa(top.index) + "]"
 			top.index++
+		default:
+			step = ""
 		}
 		switch tok {
 		case json.Delim('{'):
-			stack = append(stack, &frame{object: true, keys: map[string]bool{}, key: true, path: path})
+			stack = append(stack, &frame{object: true, keys: map[string]bool{}, key: true, step: step})
 		case json.Delim('['):
-			stack = append(stack, &frame{path: path})
+			stack = append(stack, &frame{step: step})
 		case json.Delim(']'):
 			stack = stack[:len(stack)-1]
 		}

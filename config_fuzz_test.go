@@ -22,7 +22,8 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, _ = parseConfig(data)
+		_, _ = parseConfig(data, true)
+		_, _ = parseConfig(data, false)
 		var v any
 		if json.Unmarshal(data, &v) != nil || foldedCollision(v) {
 			return
@@ -58,4 +59,24 @@ func foldedCollision(v any) bool {
 		}
 	}
 	return false
+}
+
+// TestCheckDuplicateFieldsDeep: the duplicate-field check stays linear
+// whatever the depth (it used to rebuild each element's path at every
+// depth), and still names the repeated field by its whole path.
+func TestCheckDuplicateFieldsDeep(t *testing.T) {
+	const n = 100_000
+	data := strings.Repeat(`{"a": [`, n) + `{"b": 1, "B": 2}` + strings.Repeat("]}", n)
+	err := checkDuplicateFields([]byte(data))
+	if err == nil {
+		t.Fatal("checkDuplicateFields accepted an object naming b twice")
+	}
+	want := strings.Repeat("a[0].", n) + "B: the field is given twice"
+	if !strings.HasPrefix(err.Error(), want) {
+		msg := err.Error()
+		if len(msg) > 200 {
+			msg = msg[:100] + "..." + msg[len(msg)-100:]
+		}
+		t.Errorf("error %q does not start with the field's whole path", msg)
+	}
 }

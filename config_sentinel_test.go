@@ -3,6 +3,7 @@ package redshard_test
 import (
 	"crypto/tls"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,5 +132,57 @@ func TestLoadConfigSentinelErrors(t *testing.T) {
 			}
 			wantConfigError(t, tc.body, tc.want, is...)
 		})
+	}
+}
+
+// TestLoadConfigWithoutSecrets: a file naming password variables that are
+// not set loads without its secrets (for tools that contact no server),
+// with the same shards and settings LoadConfig gives once they are set,
+// and empty passwords; every other check still holds.
+func TestLoadConfigWithoutSecrets(t *testing.T) {
+	const body = `{
+  "shards": [
+    {"name": "a", "sentinel": {"master": "mymaster", "addrs": ["127.0.0.1:26379"]}},
+    {"name": "b", "addr": "10.0.0.2:6379", "weight": 2}
+  ],
+  "username": "app",
+  "password_env": "REDSHARD_TEST_UNSET_PASSWORD",
+  "sentinel_password_env": "REDSHARD_TEST_UNSET_SENTINEL_PASSWORD",
+  "ring_recipe": 2
+}`
+	path := writeConfig(t, body)
+	if _, err := redshard.LoadConfig(path); err == nil {
+		t.Fatal("LoadConfig accepted a file whose password variable is not set")
+	}
+	opt, err := redshard.LoadConfigWithoutSecrets(path)
+	if err != nil {
+		t.Fatalf("LoadConfigWithoutSecrets: %v", err)
+	}
+	if len(opt.Shards) != 2 || opt.Shards[0].Failover == nil || opt.Shards[0].Failover.MasterName != "mymaster" ||
+		opt.Shards[1].Addr != "10.0.0.2:6379" || opt.Shards[1].Weight != 2 || opt.RingRecipe != 2 {
+		t.Errorf("Shards = %+v, RingRecipe %d", opt.Shards, opt.RingRecipe)
+	}
+	if so := opt.ShardOptions; so == nil || so.Username != "app" || so.Password != "" {
+		t.Errorf("ShardOptions = %+v, want user app and no password", so)
+	}
+	if f := opt.Shards[0].Failover; f.Password != "" || f.SentinelPassword != "" || f.Username != "app" {
+		t.Errorf("Failover = %+v, want user app and no passwords", f)
+	}
+
+	// With the variables set, LoadConfig gives the same shards and placement.
+	t.Setenv("REDSHARD_TEST_UNSET_PASSWORD", "s3cret")
+	t.Setenv("REDSHARD_TEST_UNSET_SENTINEL_PASSWORD", "watch")
+	full, err := redshard.LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(full.Shards) != len(opt.Shards) || full.Shards[1].Addr != opt.Shards[1].Addr || full.RingRecipe != opt.RingRecipe {
+		t.Errorf("LoadConfig shards %+v, without secrets %+v", full.Shards, opt.Shards)
+	}
+
+	// The other checks are LoadConfig's.
+	bad := writeConfig(t, `{"shards": [{"name": "a", "addr": "x:1", "weigth": 2}], "password_env": "REDSHARD_TEST_UNSET_VARIABLE"}`)
+	if _, err := redshard.LoadConfigWithoutSecrets(bad); err == nil || !strings.Contains(err.Error(), `unknown field "weigth"`) {
+		t.Errorf("LoadConfigWithoutSecrets(misspelt field) = %v, want the unknown field", err)
 	}
 }

@@ -193,6 +193,34 @@ func TestLoadConfigAccepts(t *testing.T) {
 	}
 }
 
+// TestLoadConfigDeepNesting: a file nested far deeper than the format ever
+// is (100,000 '[' or '{') gets a clear error naming the depth and where it
+// is exceeded, at once. The duplicate-field check used to rebuild each
+// element's path at every depth, which is quadratic: such a file did not
+// return for minutes. The test asserts the error; it must simply finish.
+func TestLoadConfigDeepNesting(t *testing.T) {
+	const n = 100_000
+	for _, tc := range []struct{ name, body string }{
+		{"lists", strings.Repeat("[", n)},
+		{"closed lists", strings.Repeat("[", n) + strings.Repeat("]", n)},
+		{"objects", strings.Repeat(`{"a":`, n) + "1" + strings.Repeat("}", n)},
+		{"inside shards", `{"shards": ` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}`},
+		{"lists of objects", strings.Repeat(`[{"a":`, n)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantConfigError(t, tc.body, []string{"nested deeper than", "line 1, column"})
+		})
+	}
+	// Brackets inside strings are not nesting.
+	opt, err := redshard.LoadConfig(writeConfig(t, `{"shards": [{"name": "`+strings.Repeat("[{", n)+`", "addr": "127.0.0.1:7001"}]}`))
+	if err != nil {
+		t.Fatalf("LoadConfig(brackets in a name): %v", err)
+	}
+	if len(opt.Shards) != 1 || len(opt.Shards[0].Name) != 2*n {
+		t.Errorf("Shards = %d, name of %d bytes; want 1 shard named by %d bytes", len(opt.Shards), len(opt.Shards[0].Name), 2*n)
+	}
+}
+
 func TestLoadConfigMissingFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "nope.json")
 	_, err := redshard.LoadConfig(path)

@@ -63,7 +63,9 @@ the workload's keys (--prefix followed by key:0, key:1, ..., or celebrity)
 must not exist yet: bench refuses to start when a shard holds one. It
 deletes them, and what redshard stored about them (split copies, the
 settled set of --add-shard-at's change), between runs and at the end
-(--cleanup), and touches no other key.
+(--cleanup), also when interrupted (Ctrl-C, SIGTERM, SIGHUP, or its output's
+reader going away, as with | head), and touches no other key. A run that
+leaves keys says which, and how to delete them.
 
 Operations are single-key GETs and SETs, so every operation hands exactly
 one command to a shard client, except reads served by the local cache (or
@@ -212,17 +214,16 @@ includes the servers, which run in this process).`)
 		if err := fl.checkKeysFree(ctx, keys); err != nil {
 			return err
 		}
-		if c.cleanup {
-			// Split copies and a change's settled sets are redshard's
-			// records of the workload's keys.
-			hot := hotKeyOptions(c.mitigation, fl.opt.HotKeys, c.mitSet)
-			internal := (hot != nil && hot.Mitigation == redshard.SplitCopies) || c.addAt > 0
-			defer func() {
-				if err := fl.deleteKeys(context.WithoutCancel(ctx), keys, internal); err != nil {
-					fmt.Fprintf(stderr, "bench: cleanup: %v\n", err)
-				}
-			}()
-		}
+		// From here the keys may exist: SIGTERM, SIGHUP and a broken pipe
+		// stop the run as SIGINT does, and the cleanup runs (cleanup.go).
+		var stopGuard func()
+		ctx, stdout, stderr, stopGuard = guardRun(ctx, stdout, stderr)
+		defer stopGuard()
+		// Split copies and a change's settled sets are redshard's
+		// records of the workload's keys.
+		hot := hotKeyOptions(c.mitigation, fl.opt.HotKeys, c.mitSet)
+		internal := (hot != nil && hot.Mitigation == redshard.SplitCopies) || c.addAt > 0
+		defer (&benchCleanup{fl: fl, keys: keys, internal: internal, delete: c.cleanup, prefix: c.wl.prefix}).run(ctx, stderr)
 	}
 	var results []*result
 	for i, sys := range systems {

@@ -18,7 +18,15 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
+// mainEnv, set to 1 in a child's environment, makes the test binary run as
+// the redshard command itself (its main: run on the process's arguments,
+// stdout and stderr), so tests can signal a whole process.
+const mainEnv = "REDSHARD_TEST_AS_MAIN"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(mainEnv) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	goleak.VerifyTestMain(m)
 }
 

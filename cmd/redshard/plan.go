@@ -28,7 +28,7 @@ shards, as a change of its own.
 The current list comes from --config or --shard; the change from --add,
 --remove and --weight (repeatable, applied in order) or from --to-config,
 the configuration file of the new list.`)
-	var src source
+	src := source{offline: true} // plan contacts no server: it needs no password
 	src.register(f, "current shards")
 	var changes []change
 	registerChanges(f, &changes)
@@ -58,7 +58,7 @@ func planChange(src *source, changes []change, toConfig string, adjust func(*red
 			return nil, nil, nil, err
 		}
 	}
-	to, err := newShardList(opt, changes, toConfig)
+	to, err := newShardList(src, opt, changes, toConfig)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -70,15 +70,16 @@ func planChange(src *source, changes []change, toConfig string, adjust func(*red
 }
 
 // newShardList applies the --add/--remove/--weight changes to the current
-// list, or reads the new list and its placement from toConfig. A new
+// list, or reads the new list and its placement from toConfig (as src
+// reads its files: without secrets when src is offline). A new
 // placement (vnodes_per_weight, ring_recipe) comes with the same shards:
 // see checkPlacementChange.
-func newShardList(cur *redshard.Options, changes []change, toConfig string) (*redshard.Options, error) {
+func newShardList(src *source, cur *redshard.Options, changes []change, toConfig string) (*redshard.Options, error) {
 	switch {
 	case toConfig != "" && len(changes) > 0:
 		return nil, usagef("give --to-config or --add/--remove/--weight, not both")
 	case toConfig != "":
-		to, err := redshard.LoadConfig(toConfig)
+		to, err := src.load(toConfig)
 		if err != nil {
 			return nil, err
 		}

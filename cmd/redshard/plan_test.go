@@ -201,3 +201,35 @@ func TestPlanToConfigRecipe(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanNeedsNoPassword: plan and shares contact no server, so a file
+// whose password_env and sentinel_password_env name unset variables (and
+// holds a Sentinel shard) is planned as it is; they used to fail until
+// REDIS_PASSWORD and SENTINEL_PASSWORD were set. rebalance, which
+// connects, still needs them.
+func TestPlanNeedsNoPassword(t *testing.T) {
+	const secrets = `"password_env": "REDSHARD_TEST_UNSET_PASSWORD", "sentinel_password_env": "REDSHARD_TEST_UNSET_SENTINEL_PASSWORD"`
+	cur := writeFile(t, "cur.json", `{"shards": [
+  {"name": "cache-a", "addr": "10.0.0.1:6379"},
+  {"name": "cache-s", "sentinel": {"master": "mymaster", "addrs": ["10.0.0.9:26379"]}}
+], `+secrets+`}`)
+	to := writeFile(t, "to.json", `{"shards": [
+  {"name": "cache-a", "addr": "10.0.0.1:6379"},
+  {"name": "cache-s", "sentinel": {"master": "mymaster", "addrs": ["10.0.0.9:26379"]}},
+  {"name": "cache-d", "addr": "10.0.0.4:6379"}
+], `+secrets+`}`)
+	for _, args := range [][]string{
+		{"plan", "--config", cur, "--add", "cache-d=10.0.0.4:6379"},
+		{"plan", "--config", cur, "--to-config", to},
+		{"shares", "--config", cur},
+	} {
+		code, out, errOut := runCmd(t, args...)
+		if code != exitOK || errOut != "" || !strings.Contains(out, "cache-s") {
+			t.Errorf("%s: exit %d, stderr %q, stdout\n%s\nwant the plan of cache-s", strings.Join(args, " "), code, errOut, out)
+		}
+	}
+	code, _, errOut := runCmd(t, "rebalance", "--config", cur, "--add", "cache-d=10.0.0.4:6379")
+	if code == exitOK || !strings.Contains(errOut, "REDSHARD_TEST_UNSET_PASSWORD") {
+		t.Errorf("rebalance: exit %d, stderr %q; want the unset password variable named", code, errOut)
+	}
+}

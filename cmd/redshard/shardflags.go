@@ -74,9 +74,21 @@ func (s *shardSpecs) Set(v string) error {
 }
 
 // source is where a subcommand gets its shard list: --config or --shard.
+// A subcommand that contacts no server (plan, shares) sets offline: its
+// configuration files are then read without their secrets, so the
+// variables password_env and sentinel_password_env name need not be set.
 type source struct {
-	config string
-	shards shardSpecs
+	config  string
+	shards  shardSpecs
+	offline bool
+}
+
+// load reads a configuration file, without its secrets when s is offline.
+func (s *source) load(path string) (*redshard.Options, error) {
+	if s.offline {
+		return redshard.LoadConfigWithoutSecrets(path)
+	}
+	return redshard.LoadConfig(path)
 }
 
 func (s *source) register(f *flags, what string) {
@@ -98,7 +110,7 @@ func (s *source) options() (*redshard.Options, error) {
 	case s.config != "" && len(s.shards) > 0:
 		return nil, usagef("give --config or --shard, not both")
 	case s.config != "":
-		return redshard.LoadConfig(s.config)
+		return s.load(s.config)
 	case len(s.shards) > 0:
 		opt := &redshard.Options{Shards: slices.Clone(s.shards)}
 		if err := opt.Validate(); err != nil {

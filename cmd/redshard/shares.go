@@ -20,7 +20,7 @@ one, relative to the ideal share. No server is contacted.
 More points per unit of weight (--vnodes, vnodes_per_weight in the config)
 bring the shares closer to the weights at the cost of memory and build time;
 try a few values here. Every client of a fleet must use the same value.`)
-	var src source
+	src := source{offline: true} // shares contacts no server: it needs no password
 	src.register(f, "shards")
 	applyVnodes := vnodesFlag(f)
 	if err := f.parse(args, stdout); err != nil {

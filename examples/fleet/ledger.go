@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard"
 )
 
 // ledger remembers, for every key of the workload, the last operation on
@@ -61,11 +63,20 @@ type totals struct {
 	// At the end: the keys whose last acknowledged write (or delete) was
 	// checked on the servers, and how many of them had lost it.
 	FinalChecked, Lost atomic.Int64
-	firstErr           atomic.Pointer[error]
+	// Refused counts the Errors that were refusals for want of time under
+	// the process's lease, the command not sent: a fenced process
+	// (redshard.ErrFenced), a hold past its bound
+	// (redshard.ErrHandoffInProgress), a key's move that outlived the lease
+	// (context.DeadlineExceeded). A loaded machine makes them happen.
+	Refused  atomic.Int64
+	firstErr atomic.Pointer[error]
 }
 
 func (t *totals) fail(err error) {
 	t.Errors.Add(1)
+	if errors.Is(err, redshard.ErrFenced) || errors.Is(err, redshard.ErrHandoffInProgress) || errors.Is(err, context.DeadlineExceeded) {
+		t.Refused.Add(1)
+	}
 	t.firstErr.CompareAndSwap(nil, &err)
 }
 

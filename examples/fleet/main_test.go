@@ -30,8 +30,10 @@ func TestDemo(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	if tot.bad() != 0 || tot.Errors.Load() != 0 || tot.ReadsChecked.Load() == 0 || tot.FinalChecked.Load() == 0 {
-		t.Errorf("totals: %s (first error %v)", tot, tot.FirstError())
+	// Every error must be a refusal under the lease (a loaded machine
+	// causes a few); the ledger counts those writes as uncertain.
+	if tot.bad() != 0 || tot.Errors.Load() != tot.Refused.Load() || tot.ReadsChecked.Load() == 0 || tot.FinalChecked.Load() == 0 {
+		t.Errorf("totals: %s, %d refused (first error %v)", tot, tot.Refused.Load(), tot.FirstError())
 	}
 	for _, want := range []string{"epoch 2 prepare: 4 live", "late: ", "Rebalance moves the data", "epoch 2 stable: 4 live (4 on epoch 2 stable); all acknowledged", "lost 0"} {
 		if !strings.Contains(out.String(), want) {
