@@ -282,7 +282,7 @@ var rows = []*entry{
 	keyed("fcall", 0, numkeys(2)),
 	keyed("fcall_ro", ReadOnly, numkeys(2)),
 	fanout("function|delete", MergeAllOK, Write),
-	fanout("function|dump", MergeSame, 0),
+	fanout("function|dump", MergeSame, 0), // the client compares the shards' FUNCTION LIST WITHCODE, not the payloads
 	fanout("function|flush", MergeAllOK, Write),
 	fanout("function|help", MergeSame, 0),
 	fanout("function|kill", MergeKill, 0),
