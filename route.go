@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -370,11 +371,17 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 	var finishes []func()
 	var moved []string // keys to hand off before the pipeline runs
 	var writes []write
+	var perServer []int       // indexes into sends of TIME and the like, placed once the keys' shard is known
 	hp := c.hot.pipeline(top) // answers hot reads from the local cache
 	var buf [8]int
 	for _, cmd := range cmds {
 		info, keys, err := command.Lookup(cmd.Args(), buf[:0])
 		if hp.answer(info, cmd, keys, err) {
+			continue
+		}
+		if err == nil && info.Flags&command.PerServer != 0 && !top.single(info, keys, err) {
+			perServer = append(perServer, len(sends))
+			sends = append(sends, sub{shard: -1, cmd: cmd})
 			continue
 		}
 		var rt route
@@ -433,6 +440,9 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 			finishes = append(finishes, rt.finish)
 		}
 	}
+	if len(perServer) > 0 {
+		sends = top.placePerServer(cmds, sends, perServer)
+	}
 	if err := c.handOffAll(ctx, top, moved); err != nil {
 		setCmdsErr(cmds, err)
 		return err
@@ -463,6 +473,49 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 		c.hot.written(top, w.info, w.args, w.keys)
 	}
 	return firstErr(cmds)
+}
+
+// placePerServer places the PerServer commands of a pipeline (TIME,
+// LASTSAVE), listed in sends at the indexes perServer with no shard yet:
+// on the shard that owns every key of the pipeline's keyed commands, or,
+// when those keys live on several shards or there are none, nowhere, with
+// ErrNotSharded. It returns sends without the commands it did not place.
+func (t *topology) placePerServer(cmds []redis.Cmder, sends []sub, perServer []int) []sub {
+	target, first := -1, ""
+	other, otherKey := -1, ""
+	var buf [8]int
+	for _, cmd := range cmds {
+		info, keys, err := command.Lookup(cmd.Args(), buf[:0])
+		if err != nil || info.Class != command.Keyed && info.Class != command.Split {
+			continue
+		}
+		for _, k := range keys {
+			key := command.Arg(cmd.Args()[k])
+			switch i := t.ring.LookupIndex(key); {
+			case target < 0:
+				target, first = i, key
+			case i != target && other < 0:
+				other, otherKey = i, key
+			}
+		}
+	}
+	for _, n := range perServer {
+		cmd := sends[n].cmd
+		name := displayName(cmd.Name())
+		switch {
+		case other >= 0:
+			cmd.SetErr(fmt.Errorf("%w: %s in a pipeline runs on the shard that holds the pipeline's keys, and key %q is on shard %s and key %q on shard %s; "+
+				"run it on each shard with ForEachShard", ErrNotSharded, name, first, t.shards[target].Name, otherKey, t.shards[other].Name))
+		case target < 0:
+			cmd.SetErr(fmt.Errorf("%w: %s in a pipeline runs on the shard that holds the pipeline's keys, and this pipeline names no key; "+
+				"run it on each shard with ForEachShard", ErrNotSharded, name))
+		case t.shards[target].down.Load():
+			cmd.SetErr(t.shards[target].downError())
+		default:
+			sends[n].shard = target
+		}
+	}
+	return slices.DeleteFunc(sends, func(s sub) bool { return s.shard < 0 })
 }
 
 // groupByShard returns the commands of sends per shard, in their order.
@@ -522,6 +575,7 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 	target, firstKey := -1, ""
 	var moved []string
 	var writes []write
+	var perServer redis.Cmder // a TIME or the like: it needs a key to choose the shard
 	var buf [8]int
 	for _, cmd := range cmds {
 		info, keys, err := command.Lookup(cmd.Args(), buf[:0])
@@ -529,6 +583,9 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 			err = nil
 		} else if err == nil {
 			err = top.checkTxCommand(info, cmd.Args(), keys, &target, &firstKey)
+			if err == nil && info.Flags&command.PerServer != 0 {
+				perServer = cmd
+			}
 		}
 		if err == nil {
 			writes = c.noteWrite(writes, info, cmd.Args(), keys)
@@ -545,6 +602,12 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 		}
 	}
 	if err := c.handOffAll(ctx, top, moved); err != nil {
+		setCmdsErr(cmds, err)
+		return err
+	}
+	if target < 0 && perServer != nil {
+		err := fmt.Errorf("transaction not sent: %w: %s in a transaction runs on the shard that holds the transaction's keys, "+
+			"and this transaction names no key; run it on each shard with ForEachShard", ErrNotSharded, displayName(perServer.Name()))
 		setCmdsErr(cmds, err)
 		return err
 	}
@@ -589,6 +652,9 @@ func (t *topology) checkTxCommand(info command.Info, args []interface{}, keys []
 			*target = 0
 		}
 		return nil
+	}
+	if info.Flags&command.PerServer != 0 {
+		return nil // it runs on the transaction's shard, which its keys choose (processTx)
 	}
 	switch info.Class {
 	case command.Keyed, command.Channel, command.Split:
