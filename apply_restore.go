@@ -121,7 +121,7 @@ func (d *driver) readBeacons(ctx context.Context, cfgs ...registry.Config) ([]be
 	if err != nil {
 		return nil, err
 	}
-	dialer := &Client{cfg: &config{opt: d.base}}
+	dialer := &client{cfg: &config{opt: d.base}}
 	dialer.cfg.opt.Registry = nil
 	out := make([]*beaconConfig, len(shards))
 	errs := make([]error, len(shards))

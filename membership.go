@@ -185,7 +185,7 @@ func changeID(old, next *topology) string {
 // owners of their channels (a shard that is down, or has not confirmed
 // within 2s, is reported on their Receive instead): a message published
 // on the new ring after it returns reaches them.
-func (c *Client) SetShards(ctx context.Context, shards []Shard) error {
+func (c *client) SetShards(ctx context.Context, shards []Shard) error {
 	if err := c.setShards(shards); err != nil {
 		return err
 	}
@@ -193,7 +193,7 @@ func (c *Client) SetShards(ctx context.Context, shards []Shard) error {
 	return nil
 }
 
-func (c *Client) setShards(shards []Shard) error {
+func (c *client) setShards(shards []Shard) error {
 	if c.fleet != nil {
 		return fmt.Errorf("%w: apply the change to the registry (redshard apply)", ErrFleetManaged)
 	}
@@ -229,7 +229,7 @@ func (c *Client) setShards(shards []Shard) error {
 // caller's goroutine) waits for this process's moves to end, deletes the
 // change's settled sets and retires the removed shards. Caller holds c.mu;
 // the returned func must be called after unlocking it.
-func (c *Client) releaseChangeLocked(ctx context.Context, top *topology) func() {
+func (c *client) releaseChangeLocked(ctx context.Context, top *topology) func() {
 	next := *top
 	next.handoff, next.orphans = nil, nil
 	c.top.Store(next.seal())
@@ -250,7 +250,7 @@ func (c *Client) releaseChangeLocked(ctx context.Context, top *topology) func() 
 // owners, when a change is in progress and their owner changed.
 // A topology that is guarded (seal) sends every key of a command through
 // here.
-func (c *Client) handOff(ctx context.Context, top *topology, args []interface{}, keys []int) error {
+func (c *client) handOff(ctx context.Context, top *topology, args []interface{}, keys []int) error {
 	for _, k := range keys {
 		if err := c.handOffKey(ctx, top, command.Arg(args[k])); err != nil {
 			return err
@@ -260,7 +260,7 @@ func (c *Client) handOff(ctx context.Context, top *topology, args []interface{},
 }
 
 // handOffAll hands off many keys (a pipeline's, a transaction's) in parallel.
-func (c *Client) handOffAll(ctx context.Context, top *topology, keys []string) error {
+func (c *client) handOffAll(ctx context.Context, top *topology, keys []string) error {
 	if !top.guarded || len(keys) == 0 {
 		return nil
 	}
@@ -285,7 +285,7 @@ func (c *Client) handOffAll(ctx context.Context, top *topology, keys []string) e
 // goroutines ask. It fails when the previous owner is down or cannot be
 // reached (its copy may be the newest), unless failover is on, where the
 // key is settled without it.
-func (c *Client) handOffKey(ctx context.Context, top *topology, key string) error {
+func (c *client) handOffKey(ctx context.Context, top *topology, key string) error {
 	if top.hold != nil || top.fence != nil {
 		if err := c.fleetCheck(ctx, top, key); err != nil {
 			return err
@@ -320,7 +320,7 @@ func (c *Client) handOffKey(ctx context.Context, top *topology, key string) erro
 
 // moveOne is handOffKey's slow path, apart so that what its flight
 // captures is not allocated for the commands that need no move.
-func (c *Client) moveOne(ctx context.Context, h *handoff, from, to *shard, key string) error {
+func (c *client) moveOne(ctx context.Context, h *handoff, from, to *shard, key string) error {
 	if err := c.awaitDrain(ctx, h); err != nil {
 		return err
 	}
@@ -358,7 +358,7 @@ func (c *Client) moveOne(ctx context.Context, h *handoff, from, to *shard, key s
 // failover the key is settled on its new owner without the old value (it
 // must never be moved there later); without, the command fails with the
 // previous owner's ErrShardDown.
-func (c *Client) settleWithoutPrevious(ctx context.Context, h *handoff, from, to *shard, key string) error {
+func (c *client) settleWithoutPrevious(ctx context.Context, h *handoff, from, to *shard, key string) error {
 	if c.top.Load().gutterTTL <= 0 {
 		return fmt.Errorf("redshard: key %q is still on its previous owner: %w", key, from.downError())
 	}
@@ -372,7 +372,7 @@ func (c *Client) settleWithoutPrevious(ctx context.Context, h *handoff, from, to
 // awaitDrain waits, once per change, until no command that started on the
 // previous ring is still running: one of them could otherwise write to a
 // key's old owner after the key has moved.
-func (c *Client) awaitDrain(ctx context.Context, h *handoff) error {
+func (c *client) awaitDrain(ctx context.Context, h *handoff) error {
 	if h.drained.Load() {
 		return nil
 	}

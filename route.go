@@ -15,7 +15,7 @@ import (
 
 // routeHook is installed on the front client. It replaces go-redis's
 // processing with routing and never calls next, so the front never dials.
-type routeHook struct{ c *Client }
+type routeHook struct{ c *client }
 
 func (h routeHook) DialHook(redis.DialHook) redis.DialHook {
 	return dialFront
@@ -48,7 +48,7 @@ type route struct {
 // It only counts the command in flight around route: with its few returns
 // the compiler open-codes the defer, which in route's many would cost a
 // deferred call record per command.
-func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
+func (c *client) process(ctx context.Context, cmd redis.Cmder) error {
 	top, err := c.enter()
 	if err != nil {
 		return err
@@ -70,7 +70,7 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 // command.Lookup said of it (lookupErr is its error): a keyed command here,
 // the others in routeOther. info is a pointer and the rest a call away so
 // that the common case copies and spills little.
-func (c *Client) route(ctx context.Context, top *topology, cmd redis.Cmder, info *command.Info, keys []int,
+func (c *client) route(ctx context.Context, top *topology, cmd redis.Cmder, info *command.Info, keys []int,
 	lookupErr error, blocking bool) error {
 	err := lookupErr
 	if err == nil && len(keys) > 0 && (info.Class == command.Keyed || info.Class == command.Channel) {
@@ -103,7 +103,7 @@ func (c *Client) route(ctx context.Context, top *topology, cmd redis.Cmder, info
 
 // routeOther is route for every command but a keyed one that found its
 // owner; err is Lookup's or the owner's error.
-func (c *Client) routeOther(ctx context.Context, top *topology, cmd redis.Cmder, info command.Info, keys []int,
+func (c *client) routeOther(ctx context.Context, top *topology, cmd redis.Cmder, info command.Info, keys []int,
 	err error, blocking bool) error {
 	if top.single(info, keys, err) {
 		return c.processSingle(ctx, top, info, cmd)
@@ -208,7 +208,7 @@ func (t *topology) single(info command.Info, keys []int, lookupErr error) bool {
 // processSingle sends cmd as it is to the ring's only shard (see single).
 // A script or command whose keys are unknown may write any key, so the
 // hot-key layer forgets what it holds.
-func (c *Client) processSingle(ctx context.Context, top *topology, info command.Info, cmd redis.Cmder) error {
+func (c *client) processSingle(ctx context.Context, top *topology, info command.Info, cmd redis.Cmder) error {
 	s := top.shards[0]
 	if s.down.Load() {
 		err := s.downError()
@@ -232,7 +232,7 @@ func (c *Client) processSingle(ctx context.Context, top *topology, info command.
 // servers only. A single client (SetShards) runs FLUSHDB and FLUSHALL alone
 // with its own moves held off (flushDuringChange); in a pipeline, which
 // would not reach the removed servers, they are refused, and SWAPDB always.
-func (c *Client) flushRefused(top *topology, info command.Info, pipelined bool) error {
+func (c *client) flushRefused(top *topology, info command.Info, pipelined bool) error {
 	if info.Class != command.Fanout || top.settled() ||
 		info.Name != "flushdb" && info.Name != "flushall" && info.Name != "swapdb" {
 		return nil
@@ -257,7 +257,7 @@ func (c *Client) flushRefused(top *topology, info command.Info, pipelined bool) 
 // in progress: on every shard and on the servers the change removed, whose
 // keys would otherwise be handed off after the flush, with this process's
 // moves held off meanwhile.
-func (c *Client) flushDuringChange(ctx context.Context, top *topology, cmd redis.Cmder, rt route) error {
+func (c *client) flushDuringChange(ctx context.Context, top *topology, cmd redis.Cmder, rt route) error {
 	h := top.handoff
 	h.flush.Lock()
 	defer h.flush.Unlock()
@@ -353,7 +353,7 @@ func (t *topology) crossShard(name, k1 string, s1 int, k2 string, s2 int) error 
 
 // processPipeline routes a pipeline or, when go-redis wrapped it in
 // MULTI/EXEC, a transaction.
-func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error {
+func (c *client) processPipeline(ctx context.Context, cmds []redis.Cmder) error {
 	if isTx(cmds) {
 		return c.processTx(ctx, cmds[1:len(cmds)-1])
 	}
@@ -548,7 +548,7 @@ type write struct {
 
 // noteWrite appends cmd to writes when the hot-key layer needs to know,
 // and counts a read's keys toward hot-key detection.
-func (c *Client) noteWrite(writes []write, info command.Info, args []interface{}, keys []int) []write {
+func (c *client) noteWrite(writes []write, info command.Info, args []interface{}, keys []int) []write {
 	if c.hot == nil {
 		return writes
 	}
@@ -565,7 +565,7 @@ func mayWrite(info command.Info) bool { return info.Flags&command.ReadOnly == 0 
 
 // processTx runs a transaction's commands as one MULTI/EXEC on the shard
 // that owns all of their keys, or fails every command with nothing sent.
-func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
+func (c *client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 	top, err := c.enter()
 	if err != nil {
 		setCmdsErr(cmds, err)
