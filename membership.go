@@ -177,23 +177,33 @@ func changeID(old, next *topology) string {
 // SetShards is refused with ErrHandoffInProgress, since a second change on
 // top of an undrained one could bring stale copies back.
 //
+// Before the switch, a server new to the ring gets the function libraries
+// the current shards hold (FUNCTION DUMP from one, FUNCTION RESTORE on it),
+// so FCALL works on the keys it takes over; SetShards then talks to the
+// servers, within ctx, while it holds the client's membership lock. When
+// the current shards hold different libraries, or the new server holds
+// others, the change is refused with ErrLibrariesDiffer. Scripts (SCRIPT
+// LOAD), CONFIG SET settings and ACL users are not carried over: see
+// "Functions, scripts and server settings" in docs/membership.md.
+//
 // An invalid list is rejected with the same errors as NewClient (see
-// Options.Validate) and the current ring stays. Every client of a fleet
-// should be given the same list before Rebalance runs.
+// Options.Validate) and the current ring stays, as it does when SetShards
+// fails for any reason. Every client of a fleet should be given the same
+// list before Rebalance runs.
 //
 // SetShards returns once the client's PubSubs are subscribed on the new
 // owners of their channels (a shard that is down, or has not confirmed
 // within 2s, is reported on their Receive instead): a message published
 // on the new ring after it returns reaches them.
 func (c *client) SetShards(ctx context.Context, shards []Shard) error {
-	if err := c.setShards(shards); err != nil {
+	if err := c.setShards(ctx, shards); err != nil {
 		return err
 	}
 	c.followPubSub(ctx)
 	return nil
 }
 
-func (c *client) setShards(shards []Shard) error {
+func (c *client) setShards(ctx context.Context, shards []Shard) error {
 	if c.fleet != nil {
 		return fmt.Errorf("%w: apply the change to the registry (redshard apply)", ErrFleetManaged)
 	}
@@ -212,6 +222,18 @@ func (c *client) setShards(shards []Shard) error {
 	}
 	top := &topology{epoch: old.epoch + 1, ring: r, gutterTTL: old.gutterTTL, flight: &inflight{}}
 	top.shards = c.buildShards(r, valid, old)
+	var joining []*shard // servers new to the ring, with new backends
+	for _, s := range top.shards {
+		if !slices.ContainsFunc(old.sources(), func(o *shard) bool { return o.backend == s.backend }) {
+			joining = append(joining, s)
+		}
+	}
+	if err := carryFunctions(ctx, old, top, joining); err != nil {
+		for _, s := range joining {
+			_ = s.close()
+		}
+		return fmt.Errorf("redshard: SetShards (the ring is unchanged): %w", err)
+	}
 	// Servers that left keep their clients: their keys are still to be
 	// moved (handoff, Rebalance).
 	for _, s := range old.sources() {

@@ -102,3 +102,103 @@ func TestFunctionDumpLibrariesInAnyOrder(t *testing.T) {
 		t.Fatalf("FUNCTION DUMP in a pipeline on shards holding the same libraries: %q, %v", again.Val(), err)
 	}
 }
+
+// keyOwnedBy returns a key that c's ring gives to the named shard.
+func keyOwnedBy(t *testing.T, c *redshard.Client, shard string) string {
+	t.Helper()
+	for i := range 100000 {
+		k := fmt.Sprintf("fk:%d", i)
+		if name, _ := c.ShardFor(k); name == shard {
+			return k
+		}
+	}
+	t.Fatalf("no key for shard %s", shard)
+	return ""
+}
+
+// TestSetShardsCarriesFunctions: a server that SetShards adds gets, before
+// it owns a key, the libraries the current shards hold (FUNCTION DUMP and
+// FUNCTION RESTORE), so FCALL, FUNCTION LIST, FUNCTION DUMP and FUNCTION
+// DELETE work on its keys; a script loaded with SCRIPT LOAD is not carried
+// over, and go-redis's Script.Run sends it again. When the current shards
+// hold different libraries, or the joining server holds others, SetShards
+// refuses with ErrLibrariesDiffer and leaves the ring as it was.
+func TestSetShardsCarriesFunctions(t *testing.T) {
+	ctx := context.Background()
+	c, servers := keylessClient(t, 3, nil)
+	before := c.Shards()
+	libs := funcLibs(3)
+	for _, code := range libs {
+		if err := c.FunctionLoad(ctx, code).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := redis.NewScript("return 'script'")
+	if err := script.Load(ctx, c).Err(); err != nil {
+		t.Fatal(err)
+	}
+	joiner := redistest.Start(t)
+	grown := append(slices.Clone(before), redshard.Shard{Name: "shard-3", Addr: joiner.Addr()})
+	unchanged := func(what string) {
+		t.Helper()
+		if got := c.Shards(); !slices.Equal(got, before) {
+			t.Fatalf("%s: the ring changed to %v", what, got)
+		}
+		if n := len(listing(t, ctx, joiner.Client(t))); n != 0 {
+			t.Fatalf("%s: the joining server got %d libraries", what, n)
+		}
+	}
+
+	// The current shards disagree: one holds a library more.
+	extra := funcLibs(4)[3]
+	if err := servers[1].Client(t).FunctionLoad(ctx, extra).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetShards(ctx, grown); !errors.Is(err, redshard.ErrLibrariesDiffer) {
+		t.Fatalf("SetShards over shards holding different libraries: %v, want ErrLibrariesDiffer", err)
+	}
+	unchanged("current shards disagree")
+	if err := servers[1].Client(t).FunctionDelete(ctx, "lib3").Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The joining server holds a library of its own.
+	if err := joiner.Client(t).FunctionLoad(ctx, extra).Err(); err != nil {
+		t.Fatal(err)
+	}
+	err := c.SetShards(ctx, grown)
+	if !errors.Is(err, redshard.ErrLibrariesDiffer) || !strings.Contains(err.Error(), "shard-3") {
+		t.Fatalf("SetShards adding a server with other libraries: %v, want ErrLibrariesDiffer naming shard-3", err)
+	}
+	if err := joiner.Client(t).FunctionDelete(ctx, "lib3").Err(); err != nil {
+		t.Fatal(err)
+	}
+	unchanged("joining server holds other libraries")
+
+	// Agreed libraries: the joining server gets them before it owns keys.
+	if err := c.SetShards(ctx, grown); err != nil {
+		t.Fatalf("SetShards adding a server: %v", err)
+	}
+	if got, want := listing(t, ctx, joiner.Client(t)), listing(t, ctx, servers[0].Client(t)); !slices.Equal(got, want) {
+		t.Fatalf("the joining server holds %q, want %q", got, want)
+	}
+	k := keyOwnedBy(t, c, "shard-3")
+	if v, err := c.FCall(ctx, "f2", []string{k}).Result(); err != nil || v != int64(2) {
+		t.Fatalf("FCALL f2 on %s, owned by the joining shard: %v, %v", k, v, err)
+	}
+	if got := listing(t, ctx, c); len(got) != len(libs) {
+		t.Fatalf("FUNCTION LIST through the client: %q", got)
+	}
+	if err := c.FunctionDump(ctx).Err(); err != nil {
+		t.Fatalf("FUNCTION DUMP through the client: %v", err)
+	}
+	if v, err := script.Run(ctx, c, []string{k}).Result(); err != nil || v != "script" {
+		t.Fatalf("Script.Run on the joining shard's key (EVALSHA, then EVAL): %v, %v", v, err)
+	}
+	if _, err := c.Rebalance(ctx, redshard.RebalanceOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.FunctionDelete(ctx, "lib0").Err(); err != nil {
+		t.Fatalf("FUNCTION DELETE after the change: %v", err)
+	}
+}
