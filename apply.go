@@ -194,6 +194,9 @@ func (d *driver) run(ctx context.Context, doc json.RawMessage) error {
 		if err := d.awaitAcks(ctx, cur, time.Now(), -1); err != nil {
 			return err
 		}
+		if err := d.carryFunctions(ctx, cur, doc); err != nil { // functions.go
+			return err
+		}
 		next := cur.Begin(doc, fleetChangeID(cur, doc), d.opt.Driver)
 		// The beacon goes first, so that the wait it asks for before
 		// Migrate overlaps the acknowledgements of Prepare.

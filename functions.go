@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard/registry"
 )
 
 // Functions follow the ring: a server that joins it (SetShards) gets,
@@ -51,8 +53,15 @@ func (l libraries) names() string {
 	return strings.Join(out, ", ")
 }
 
+// libServer is a server that functions are read from or given to: a
+// shard and a client of it.
+type libServer struct {
+	Shard
+	client *redis.Client
+}
+
 // readLibraries asks s for its libraries.
-func readLibraries(ctx context.Context, s *shard) (libraries, error) {
+func readLibraries(ctx context.Context, s libServer) (libraries, error) {
 	cmd := functionListCode(ctx)
 	if err := s.client.Process(ctx, cmd); err != nil {
 		if unknownCommand(err) {
@@ -69,33 +78,44 @@ func unknownCommand(err error) bool {
 	return isRedisError(err) && strings.Contains(strings.ToLower(err.Error()), "unknown command")
 }
 
-// carryFunctions gives the servers of next that are not in old (joining)
-// the function libraries of old's shards, before next is published. The
-// libraries are read from the shards that stay on the ring (all of old's
-// when none stays), skipping those marked down; they must agree, else the
-// change is refused with ErrLibrariesDiffer. A joining server then gets
-// them with FUNCTION RESTORE, unless it holds them already; one that holds
-// other libraries is refused too. When the current shards hold no library,
-// nothing is carried and the joining servers are not contacted.
+// carryFunctions is SetShards' part of functions that follow the ring: it
+// gives the servers of next that are not in old (joining) the function
+// libraries of old's shards, before next is published. The libraries are
+// read from the shards that stay on the ring (all of old's when none
+// stays), skipping those marked down (see giveFunctions).
 func carryFunctions(ctx context.Context, old, next *topology, joining []*shard) error {
 	if len(joining) == 0 {
 		return nil
 	}
-	var sources []*shard
+	var sources []libServer
 	for _, s := range old.shards {
 		if !s.down.Load() && slices.ContainsFunc(next.shards, func(n *shard) bool { return n.backend == s.backend }) {
-			sources = append(sources, s)
+			sources = append(sources, libServer{s.Shard, s.client})
 		}
 	}
 	if len(sources) == 0 {
 		for _, s := range old.shards {
 			if !s.down.Load() {
-				sources = append(sources, s)
+				sources = append(sources, libServer{s.Shard, s.client})
 			}
 		}
 	}
-	if len(sources) == 0 {
-		return nil // every current shard is down: nothing to read, nothing known to carry
+	to := make([]libServer, len(joining))
+	for i, s := range joining {
+		to[i] = libServer{s.Shard, s.client}
+	}
+	return giveFunctions(ctx, sources, to)
+}
+
+// giveFunctions gives the servers joining the function libraries the
+// servers sources hold. Those must agree, else ErrLibrariesDiffer. A
+// joining server then gets them with FUNCTION RESTORE, unless it holds
+// them already; one that holds other libraries is refused too. When the
+// sources hold no library (or there is none), nothing is carried and the
+// joining servers are not contacted.
+func giveFunctions(ctx context.Context, sources, joining []libServer) error {
+	if len(sources) == 0 || len(joining) == 0 {
+		return nil
 	}
 	libs := make([]libraries, len(sources))
 	errs := make([]error, len(sources))
@@ -132,7 +152,7 @@ func carryFunctions(ctx context.Context, old, next *topology, joining []*shard) 
 // giveLibraries restores dump (the libraries want, read from shard from)
 // on s, unless s holds them already; a server that holds other libraries
 // is refused.
-func giveLibraries(ctx context.Context, s *shard, want libraries, dump, from string) error {
+func giveLibraries(ctx context.Context, s libServer, want libraries, dump, from string) error {
 	have, err := readLibraries(ctx, s)
 	if err != nil {
 		return err
@@ -157,6 +177,58 @@ func giveLibraries(ctx context.Context, s *shard, want libraries, dump, from str
 	if !got.same(want) {
 		return fmt.Errorf("%w: joining shard %s holds %s after FUNCTION RESTORE, not the ring's %s (were libraries loaded meanwhile?)",
 			ErrLibrariesDiffer, s.Shard, got.names(), want.names())
+	}
+	return nil
+}
+
+// carryFunctions is apply's part of functions that follow the ring: before
+// the change from cur to doc is prepared, the servers doc adds get the
+// libraries of cur's servers that stay (all of cur's when none stays), as
+// SetShards gives them (giveFunctions). On an error nothing is published.
+func (d *driver) carryFunctions(ctx context.Context, cur registry.Config, doc []byte) error {
+	if len(cur.Doc) == 0 {
+		return nil
+	}
+	from, _, err := parseRingDoc(cur.Doc, d.base.ringConfig())
+	if err != nil {
+		return err
+	}
+	to, _, err := parseRingDoc(doc, d.base.ringConfig())
+	if err != nil {
+		return err
+	}
+	from, to = d.base.withConnection(from), d.base.withConnection(to)
+	var joining, staying []Shard
+	for _, s := range to {
+		if containsIdentity(from, s) {
+			staying = append(staying, s)
+		} else {
+			joining = append(joining, s)
+		}
+	}
+	if len(joining) == 0 {
+		return nil
+	}
+	if len(staying) == 0 {
+		staying = from
+	}
+	var open []*redis.Client
+	defer func() {
+		for _, cl := range open {
+			_ = cl.Close()
+		}
+	}()
+	servers := func(list []Shard) []libServer {
+		out := make([]libServer, len(list))
+		for i, s := range list {
+			cl := d.client.dial(s, connCommand, nil)
+			open = append(open, cl)
+			out[i] = libServer{s, cl}
+		}
+		return out
+	}
+	if err := giveFunctions(ctx, servers(staying), servers(joining)); err != nil {
+		return fmt.Errorf("redshard: apply: giving the joining servers the fleet's functions (nothing published): %w", err)
 	}
 	return nil
 }

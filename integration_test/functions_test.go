@@ -2,16 +2,19 @@ package integration_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard"
 	"github.com/redshard/redshard/internal/redistest"
+	"github.com/redshard/redshard/registry"
 )
 
 // funcLibs returns n Lua libraries, each with one function.
@@ -200,5 +203,89 @@ func TestSetShardsCarriesFunctions(t *testing.T) {
 	}
 	if err := c.FunctionDelete(ctx, "lib0").Err(); err != nil {
 		t.Fatalf("FUNCTION DELETE after the change: %v", err)
+	}
+}
+
+// TestApplyCarriesFunctions: a fleet's apply gives the servers a document
+// adds the libraries of the servers that stay, before the change is
+// prepared; when those disagree, apply refuses and publishes nothing.
+func TestApplyCarriesFunctions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var addrs []string
+	var servers []*redistest.Server
+	for range 4 {
+		s := redistest.Start(t)
+		servers = append(servers, s)
+		addrs = append(addrs, s.Addr())
+	}
+	regClient := redistest.Start(t).Client(t)
+	reg, err := registry.NewRedisOptions(regClient, "redshard:registry:functions",
+		&registry.Options{PollInterval: 50 * time.Millisecond, MemberTTL: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Close() })
+	doc := func(n int) json.RawMessage {
+		var shards []map[string]any
+		for i := range n {
+			shards = append(shards, map[string]any{"name": fmt.Sprintf("s%d", i), "addr": addrs[i]})
+		}
+		b, _ := json.Marshal(map[string]any{"shards": shards})
+		return b
+	}
+	apply := func(d json.RawMessage) (redshard.ApplyReport, error) {
+		return redshard.Apply(ctx, reg, d, redshard.ApplyOptions{Driver: "test",
+			Client: &redshard.Options{Health: &redshard.HealthOptions{Disable: true}}})
+	}
+	if _, err := apply(doc(3)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := redshard.NewClient(&redshard.Options{Registry: reg, Fleet: &redshard.FleetOptions{MemberID: "app"},
+		Health: &redshard.HealthOptions{Disable: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	for _, code := range funcLibs(2) {
+		if err := c.FunctionLoad(ctx, code).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The servers that stay disagree: nothing is published.
+	extra := funcLibs(3)[2]
+	if err := servers[0].Client(t).FunctionLoad(ctx, extra).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := reg.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply(doc(4)); !errors.Is(err, redshard.ErrLibrariesDiffer) {
+		t.Fatalf("apply over servers holding different libraries: %v, want ErrLibrariesDiffer", err)
+	}
+	if after, err := reg.Get(ctx); err != nil || after.Version() != before.Version() {
+		t.Fatalf("the registry moved from %s to %s (%v)", before.Version(), after.Version(), err)
+	}
+	if n := len(listing(t, ctx, servers[3].Client(t))); n != 0 {
+		t.Fatalf("the joining server got %d libraries from a refused apply", n)
+	}
+	if err := servers[0].Client(t).FunctionDelete(ctx, "lib2").Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := apply(doc(4)); err != nil {
+		t.Fatalf("apply adding s3: %v", err)
+	}
+	if got, want := listing(t, ctx, servers[3].Client(t)), listing(t, ctx, servers[0].Client(t)); !slices.Equal(got, want) {
+		t.Fatalf("the joining server holds %q, want %q", got, want)
+	}
+	if got := c.Shards(); len(got) != 4 { // apply returns once every member has acknowledged the change
+		t.Fatalf("the fleet client is on %v after apply", got)
+	}
+	k := keyOwnedBy(t, c, "s3")
+	if v, err := c.FCall(ctx, "f1", []string{k}).Result(); err != nil || v != int64(1) {
+		t.Fatalf("FCALL f1 on %s, owned by the joining server: %v, %v", k, v, err)
 	}
 }
