@@ -108,7 +108,8 @@ func carryFunctions(ctx context.Context, old, next *topology, joining []*shard) 
 }
 
 // giveFunctions gives the servers joining the function libraries the
-// servers sources hold. Those must agree, else ErrLibrariesDiffer. A
+// servers sources hold (those that can be reached: one that cannot is
+// treated as down). Those must agree, else ErrLibrariesDiffer. A
 // joining server then gets them with FUNCTION RESTORE, unless it holds
 // them already; one that holds other libraries is refused too. When the
 // sources hold no library (or there is none), nothing is carried and the
@@ -117,13 +118,27 @@ func giveFunctions(ctx context.Context, sources, joining []libServer) error {
 	if len(sources) == 0 || len(joining) == 0 {
 		return nil
 	}
-	libs := make([]libraries, len(sources))
+	all := make([]libraries, len(sources))
 	errs := make([]error, len(sources))
-	parallel(len(sources), func(i int) { libs[i], errs[i] = readLibraries(ctx, sources[i]) })
-	for _, err := range errs {
-		if err != nil {
+	parallel(len(sources), func(i int) { all[i], errs[i] = readLibraries(ctx, sources[i]) })
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("reading the function libraries of the current shards: %w", context.Cause(ctx))
+	}
+	// A server that cannot be reached counts as down (not yet marked): its
+	// libraries are not read. One that answers with an error refuses.
+	var libs []libraries
+	readable := sources[:0:0]
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			libs, readable = append(libs, all[i]), append(readable, sources[i])
+		case isRedisError(err):
 			return err
 		}
+	}
+	sources = readable
+	if len(sources) == 0 {
+		return nil // none could be read: nothing known to carry
 	}
 	for i := 1; i < len(sources); i++ {
 		if !libs[0].same(libs[i]) {
