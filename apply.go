@@ -200,6 +200,9 @@ func (d *driver) run(ctx context.Context, doc json.RawMessage) error {
 		if err := d.awaitAcks(ctx, cur, time.Now(), -1); err != nil {
 			return err
 		}
+		if err := d.carryFunctions(ctx, cur, doc); err != nil { // functions.go
+			return err
+		}
 		next := cur.Begin(doc, fleetChangeID(cur, doc), d.opt.Driver)
 		if err := d.advance(ctx, cur, next); err != nil {
 			return err

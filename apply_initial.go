@@ -39,7 +39,7 @@ func (d *driver) checkInitialPlacement(ctx context.Context, doc json.RawMessage)
 	for _, s := range shards {
 		name[s.identity()] = s.Name
 	}
-	dialer := &Client{cfg: &config{opt: d.base}}
+	dialer := &client{cfg: &config{opt: d.base}}
 	dialer.cfg.opt.Registry = nil
 	type sample struct {
 		keys, misplaced int

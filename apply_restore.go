@@ -145,7 +145,7 @@ func readBeacons(ctx context.Context, o *Options, cfgs ...registry.Config) ([]be
 	if err != nil {
 		return nil, err
 	}
-	dialer := &Client{cfg: &config{opt: *o}}
+	dialer := &client{cfg: &config{opt: *o}}
 	dialer.cfg.opt.Registry = nil
 	out := make([]*beaconConfig, len(shards))
 	errs := make([]error, len(shards))

@@ -88,11 +88,11 @@ func (d *driver) severOnce(ctx context.Context, prev registry.Config, shards []S
 
 // dialer is the client the driver dials the servers with: its own client,
 // or, before it has one (restore), one with its options and no registry.
-func (d *driver) dialer() *Client {
+func (d *driver) dialer() *client {
 	if d.client != nil {
-		return d.client
+		return d.client.client
 	}
-	c := &Client{cfg: &config{opt: d.base}}
+	c := &client{cfg: &config{opt: d.base}}
 	c.cfg.opt.Registry = nil
 	return c
 }

@@ -69,7 +69,7 @@ func (c *Client) AsyncAutoPipelineWithOptions(o *redis.AutoPipelineOptions) (*re
 
 // newAPFront returns the front client of Client.AutoPipeline's pipeliners:
 // a front like the client's own (newFront), with apRoute as its hook.
-func newAPFront(c *Client) *redis.Client {
+func newAPFront(c *client) *redis.Client {
 	h := apRoute{routeHook: routeHook{c}, batches: new(atomic.Bool)}
 	front := newFront(h)
 	h.batches.Store(true)
@@ -105,7 +105,7 @@ func (h apRoute) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 // Options.AutoPipelineOptions, else def(); a copy, with FullDuplex off
 // (a full-duplex engine would hold a connection of the front, which never
 // dials).
-func (c *Client) frontAPOptions(o *redis.AutoPipelineOptions, def func() *redis.AutoPipelineOptions) *redis.AutoPipelineOptions {
+func (c *client) frontAPOptions(o *redis.AutoPipelineOptions, def func() *redis.AutoPipelineOptions) *redis.AutoPipelineOptions {
 	if o == nil {
 		o = c.cfg.opt.AutoPipelineOptions
 	}
@@ -121,7 +121,7 @@ func (c *Client) frontAPOptions(o *redis.AutoPipelineOptions, def func() *redis.
 // client when Options.AutoPipeline is on, else returns nil. The options were
 // validated by NewClient; should go-redis still refuse them, the shard sends
 // its commands unbatched.
-func (c *Client) shardAutoPipeliner(cl *redis.Client) *redis.AutoPipeliner {
+func (c *client) shardAutoPipeliner(cl *redis.Client) *redis.AutoPipeliner {
 	if !c.cfg.opt.AutoPipeline {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -30,10 +31,32 @@ import (
 // together run when they do and otherwise fail with ErrCrossShard before
 // anything is sent; keyless commands fan out with a defined merge or fail
 // with ErrNotSharded. See the README for the full table.
+//
+// Close a Client when done with it. A Client that is never closed is
+// closed once it becomes unreachable (runtime.AddCleanup, as an os.File
+// is): its goroutines stop and its connections close. What it handed out
+// (PubSubs, AutoPipeliners, ShardClient's and ForEachShard's clients,
+// a Conn, a Watch's Tx) does not keep it reachable and stops working then:
+// keep the Client while you use them. A WithTimeout client keeps it.
 type Client struct {
 	// front is a go-redis client that never dials: it gives Client the whole
-	// command set, and its hooks route each command to a shard client.
-	*redis.Client
+	// command set, and its hooks route each command to a shard client. It is
+	// embedded through an unexported alias so that its methods are Client's
+	// and the field itself is out of the caller's reach: a front used on its
+	// own (Watch, Options) would not route.
+	*front
+	// client is the state; nothing redshard starts refers to the Client
+	// itself, so an unreachable Client can be cleaned up (NewClient).
+	*client
+}
+
+// front is the type of the Client's embedded front client.
+type front = redis.Client
+
+// client is a Client's state: everything its goroutines, hooks and shard
+// clients refer to. It never refers to its Client.
+type client struct {
+	front   *redis.Client // the Client's front client
 	apFront *redis.Client // the front of Client.AutoPipeline's pipeliners (autopipeline.go)
 
 	cfg    *config // resolved Options; immutable
@@ -126,7 +149,7 @@ func NewClient(opt *Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, retiring: map[*retirement]struct{}{}, flights: newFlights()}
+	c := &client{cfg: cfg, retiring: map[*retirement]struct{}{}, flights: newFlights()}
 	c.monitor = newMonitor(c) // before any shard client, whose first dial starts it
 	if cfg.hot != nil {
 		if c.hot, err = newHotPath(c, cfg.hot); err != nil {
@@ -161,19 +184,24 @@ func NewClient(opt *Options) (*Client, error) {
 		c.top.Store(top.seal())
 	}
 
-	c.Client = newFront(routeHook{c})
+	c.front = newFront(routeHook{c})
 	c.apFront = newAPFront(c)
 	if c.fleet != nil {
 		if err := c.fleet.start(first); err != nil {
-			_ = c.Close()
+			_ = c.close()
 			return nil, err
 		}
 	}
-	return c, nil
+	h := &Client{front: c.front, client: c}
+	// An unreachable, unclosed Client is closed, on a goroutine of its
+	// own: the runtime runs cleanups one at a time, and close waits for
+	// the client's shared calls.
+	runtime.AddCleanup(h, func(c *client) { go c.close() }, c)
+	return h, nil
 }
 
 // closeHot stops the hot-key layer, if any.
-func (c *Client) closeHot() {
+func (c *client) closeHot() {
 	if c.hot != nil {
 		c.hot.close()
 	}
@@ -226,7 +254,7 @@ func (a localAddr) String() string { return string(a) }
 // shards and orphans) for the same server with the same options, whatever
 // the shard's name: one server, one backend. Caller holds c.mu or owns c
 // exclusively.
-func (c *Client) buildShards(r *ring.Ring, shards []Shard, old *topology) []*shard {
+func (c *client) buildShards(r *ring.Ring, shards []Shard, old *topology) []*shard {
 	cfg := make(map[string]Shard, len(shards))
 	for _, s := range shards {
 		cfg[s.Name] = s
@@ -322,7 +350,7 @@ func sameFailover(a, b *redis.FailoverOptions) bool {
 }
 
 // topology returns the current snapshot, or redis.ErrClosed.
-func (c *Client) topology() (*topology, error) {
+func (c *client) topology() (*topology, error) {
 	if c.closed.Load() {
 		return nil, redis.ErrClosed
 	}
@@ -334,7 +362,7 @@ func (c *Client) topology() (*topology, error) {
 // that loaded a topology just as SetShards replaced it counts itself on the
 // new one instead, so once the first move of a change has seen the old
 // ring's count at zero, no command of the old ring can start.
-func (c *Client) enter() (*topology, error) {
+func (c *client) enter() (*topology, error) {
 	for !c.closed.Load() {
 		top := c.top.Load()
 		if f := c.fleet; f != nil && top.fence == nil && !f.lease.Fresh() {
@@ -371,10 +399,15 @@ func (t *topology) unblock() { t.flight.blocking.Add(-1) }
 
 // Close cancels the shared calls redshard runs for its callers (hot-key
 // reads, handoffs, GetOrLoad loads) and waits for them, stops the health
-// monitor, and closes every client redshard opened to a shard and the
-// front client. Commands issued after Close return redis.ErrClosed. Close
-// is idempotent.
-func (c *Client) Close() error {
+// monitor and the registry follower, and closes every client redshard
+// opened to a shard and the front client. Commands issued after Close
+// return redis.ErrClosed. Close is idempotent and safe for concurrent use.
+// Call it when done: a Client that is dropped unclosed is closed only once
+// the garbage collector finds it unreachable, which may be much later.
+func (c *Client) Close() error { return c.close() }
+
+// close is Close, on the state (a cleanup of the Client calls it too).
+func (c *client) close() error {
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
 	}
@@ -383,7 +416,7 @@ func (c *Client) Close() error {
 	}
 	// The front first: it stops its AutoPipeliners, whose last batches
 	// are routed (and fail with redis.ErrClosed) while the shards are open.
-	frontErr := errors.Join(c.apFront.Close(), c.Client.Close())
+	frontErr := errors.Join(c.apFront.Close(), c.front.Close())
 	c.flights.close()
 	if c.monitor != nil {
 		c.monitor.close()
@@ -429,7 +462,7 @@ func (c *Client) Close() error {
 
 // Shards returns the current shard list, sorted by name, with weights
 // normalised (0 -> 1).
-func (c *Client) Shards() []Shard {
+func (c *client) Shards() []Shard {
 	top := c.top.Load()
 	out := make([]Shard, len(top.shards))
 	for i, s := range top.shards {
@@ -440,7 +473,7 @@ func (c *Client) Shards() []Shard {
 
 // ShardFor returns the name and client of the shard that owns key (hash
 // tags honoured). The client is owned by c: do not close it.
-func (c *Client) ShardFor(key string) (name string, client *redis.Client) {
+func (c *client) ShardFor(key string) (name string, client *redis.Client) {
 	top := c.top.Load()
 	s := top.shards[top.ring.LookupIndex(key)]
 	return s.Name, s.client
@@ -448,7 +481,7 @@ func (c *Client) ShardFor(key string) (name string, client *redis.Client) {
 
 // ShardClient returns the client of the named shard. The client is owned
 // by c: do not close it.
-func (c *Client) ShardClient(name string) (*redis.Client, bool) {
+func (c *client) ShardClient(name string) (*redis.Client, bool) {
 	s, ok := c.top.Load().shard(name)
 	if !ok {
 		return nil, false
@@ -457,12 +490,12 @@ func (c *Client) ShardClient(name string) (*redis.Client, bool) {
 }
 
 // Ring returns the current ring (immutable; safe to keep).
-func (c *Client) Ring() *ring.Ring { return c.top.Load().ring }
+func (c *client) Ring() *ring.Ring { return c.top.Load().ring }
 
 // ForEachShard calls fn concurrently for every shard client and returns the
 // first error. It mirrors redis.Ring.ForEachShard; the clients are owned by
 // c: do not close them.
-func (c *Client) ForEachShard(ctx context.Context, fn func(ctx context.Context, client *redis.Client) error) error {
+func (c *client) ForEachShard(ctx context.Context, fn func(ctx context.Context, client *redis.Client) error) error {
 	top, err := c.topology()
 	if err != nil {
 		return err

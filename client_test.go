@@ -587,7 +587,7 @@ func TestFrontNeverDials(t *testing.T) {
 	if ap, err := cl.c.AutoPipeline(); err != nil || ap.Set(ctx, "k2", "v", 0).Err() != nil {
 		t.Fatalf("AutoPipeline: %v", err)
 	}
-	if st := cl.c.Client.PoolStats(); st.TotalConns != 0 || st.Misses != 0 {
+	if st := cl.c.FrontPoolStats(); st.TotalConns != 0 || st.Misses != 0 {
 		t.Fatalf("front client opened connections: %+v", st)
 	}
 }

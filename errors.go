@@ -55,6 +55,12 @@ var (
 // negative ttl).
 var ErrInvalidArgument = errors.New("redshard: invalid argument")
 
+// ErrLibrariesDiffer is returned by SetShards when the function libraries
+// it must give a joining server are not known: the current shards hold
+// different ones, or the joining server holds others. The ring is left
+// unchanged.
+var ErrLibrariesDiffer = errors.New("redshard: the shards hold different function libraries")
+
 // Routing errors. A command that cannot be answered correctly across shards
 // fails with one of these before anything is sent.
 var (

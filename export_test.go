@@ -16,7 +16,7 @@ func SetRetireGrace(d time.Duration) (restore func()) {
 
 // Retiring returns how many groups of removed shards' backends wait to be
 // closed.
-func (c *Client) Retiring() int {
+func (c *client) Retiring() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.retiring)
@@ -24,10 +24,14 @@ func (c *Client) Retiring() int {
 
 // ShardAutoPipeliner returns the AutoPipeliner of the named shard's
 // backend (Options.AutoPipeline), or nil.
-func (c *Client) ShardAutoPipeliner(name string) *redis.AutoPipeliner {
+func (c *client) ShardAutoPipeliner(name string) *redis.AutoPipeliner {
 	s, ok := c.top.Load().shard(name)
 	if !ok {
 		return nil
 	}
 	return s.ap
 }
+
+// FrontPoolStats returns the pool statistics of c's front client, which
+// never dials.
+func (c *client) FrontPoolStats() *redis.PoolStats { return c.front.PoolStats() }

@@ -32,6 +32,8 @@ func (t *topology) planFanout(ctx context.Context, cmd redis.Cmder, info command
 			}
 			setResult(cmd, n)
 		}}
+	case info.Name == "function|dump" && len(args) == 2:
+		return t.planFunctionDump(cmd)
 	case t.changing() && info.Name == "keys" && len(args) == 2:
 		return route{direct: -1, finish: func() {
 			keys, err := t.keysDuringChange(ctx, command.Arg(args[1]))
@@ -67,6 +69,50 @@ func (t *topology) planFanout(ctx context.Context, cmd redis.Cmder, info command
 		subs[i] = sub{shard: i, cmd: cmd.Clone()}
 	}
 	return route{direct: -1, subs: subs, finish: func() { t.mergeFanout(cmd, info, subs) }}
+}
+
+// planFunctionDump plans FUNCTION DUMP on many shards: the caller's command
+// goes to the first shard, and FUNCTION LIST WITHCODE to every shard. Each
+// server serializes its libraries in its own (randomly seeded) order, so
+// the dumps of the same libraries differ byte for byte; their listings,
+// compared as FUNCTION LIST is (in any order, see sameReply), say whether
+// the shards hold the same libraries, and the first shard's dump is then
+// the answer: restored anywhere, it gives those libraries.
+func (t *topology) planFunctionDump(cmd redis.Cmder) route {
+	subs := make([]sub, 0, 1+len(t.shards))
+	subs = append(subs, sub{shard: 0, cmd: cmd})
+	for i := range t.shards {
+		subs = append(subs, sub{shard: i, cmd: functionListCode(context.Background())})
+	}
+	return route{direct: -1, subs: subs, finish: func() { t.mergeFunctionDump(cmd, subs) }}
+}
+
+// functionListCode returns a FUNCTION LIST WITHCODE command.
+func functionListCode(ctx context.Context) *redis.FunctionListCmd {
+	return redis.NewFunctionListCmd(ctx, "function", "list", "withcode")
+}
+
+// mergeFunctionDump keeps the first shard's dump in cmd (subs[0]) when
+// every shard lists the same libraries with the same code (subs[1:]).
+func (t *topology) mergeFunctionDump(cmd redis.Cmder, subs []sub) {
+	if sameServerErr(subs[1:]) != nil && isRedisError(cmd.Err()) {
+		return // every shard refuses functions (an old server): cmd holds one server's answer
+	}
+	for _, s := range subs {
+		if err := s.cmd.Err(); err != nil {
+			cmd.SetErr(t.shardErr(s.shard, err))
+			return
+		}
+	}
+	lists := subs[1:]
+	for _, s := range lists[1:] {
+		if !sameReply(lists[0].cmd, s.cmd) {
+			cmd.SetErr(fmt.Errorf("%w: FUNCTION DUMP: the shards hold different libraries (%s: %.200q; %s: %.200q), so no one dump is the answer; "+
+				"load the same libraries on every shard, or run it on each shard with ForEachShard", ErrNotSharded,
+				t.shards[lists[0].shard].Name, lists[0].cmd.String(), t.shards[s.shard].Name, s.cmd.String()))
+			return
+		}
+	}
 }
 
 // ownReply reports whether a merge keeps one shard's reply as it is, so

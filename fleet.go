@@ -123,7 +123,7 @@ func holdMargin(left time.Duration) time.Duration { return min(left/10, 100*time
 
 // fleetCheck runs, for a topology with a hold or a fence, before a command
 // uses key.
-func (c *Client) fleetCheck(ctx context.Context, top *topology, key string) error {
+func (c *client) fleetCheck(ctx context.Context, top *topology, key string) error {
 	if fc := top.fence; fc != nil {
 		if err := fc.check(ctx, top, key); err != nil {
 			return err
@@ -192,7 +192,7 @@ func identities(r *ring.Ring, shards []Shard) []string {
 
 // follower keeps a client on its registry's config.
 type follower struct {
-	c   *Client
+	c   *client
 	reg registry.Registry
 	ttl time.Duration
 	me  registry.Member // ID, Host, PID, Started
@@ -225,7 +225,7 @@ type follower struct {
 
 // newFollower reads the registry's config. The caller builds the first
 // topology from it (build) and then calls start.
-func newFollower(c *Client, reg registry.Registry, fo *FleetOptions) (*follower, registry.Config, error) {
+func newFollower(c *client, reg registry.Registry, fo *FleetOptions) (*follower, registry.Config, error) {
 	f := &follower{c: c, reg: reg, ttl: reg.MemberTTL(), kick: make(chan struct{}, 1)}
 	f.lease = lease.New(f.ttl * (100 - fenceMargin) / 100)
 	timeout := defaultFleetStart
@@ -492,7 +492,7 @@ func (f *follower) moveDeadline() time.Time {
 
 // moveContext bounds a move (handoff or Rebalance) by moveDeadline in a
 // fleet process.
-func (c *Client) moveContext(ctx context.Context) (context.Context, context.CancelFunc) {
+func (c *client) moveContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if c.fleet == nil {
 		return ctx, func() {}
 	}
@@ -613,7 +613,7 @@ func waitIdle(ctx context.Context, fl *inflight) {
 // prev), and what to do once it is published and c.mu released (delete
 // a finished change's settled sets, retire removed servers). Caller holds
 // c.mu.
-func (c *Client) buildFleet(old *topology, prev, cfg registry.Config, holdTimeout time.Duration) (*topology, func(), error) {
+func (c *client) buildFleet(old *topology, prev, cfg registry.Config, holdTimeout time.Duration) (*topology, func(), error) {
 	rc := c.cfg.opt.ringConfig()
 	s1, r1, err := parseRingDoc(cfg.Doc, rc)
 	if err != nil {
@@ -732,7 +732,7 @@ func unusedBackends(old, next *topology) []*backend {
 
 // dropSettled ends a change in this process: waits for its moves, then
 // deletes its settled sets on shards. A leftover expires (settledTTL).
-func (c *Client) dropSettled(ctx context.Context, h *handoff, shards []*shard) {
+func (c *client) dropSettled(ctx context.Context, h *handoff, shards []*shard) {
 	h.closeMoves()
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handoffTimeout)
 	defer cancel()
@@ -924,7 +924,7 @@ type FleetStatus struct {
 
 // FleetStatus reports how the client follows its registry; ok is false
 // when it has none (Options.Registry).
-func (c *Client) FleetStatus() (st FleetStatus, ok bool) {
+func (c *client) FleetStatus() (st FleetStatus, ok bool) {
 	f := c.fleet
 	if f == nil {
 		return FleetStatus{}, false
@@ -943,7 +943,7 @@ func (c *Client) FleetStatus() (st FleetStatus, ok bool) {
 }
 
 // routeOne routes cmd, again whenever it was held in Prepare and released.
-func (c *Client) routeOne(ctx context.Context, cmd redis.Cmder) error {
+func (c *client) routeOne(ctx context.Context, cmd redis.Cmder) error {
 	for {
 		err := c.process(ctx, cmd)
 		if err != errReroute {
@@ -954,7 +954,7 @@ func (c *Client) routeOne(ctx context.Context, cmd redis.Cmder) error {
 }
 
 // routeMany is routeOne for a pipeline or a transaction.
-func (c *Client) routeMany(ctx context.Context, cmds []redis.Cmder) error {
+func (c *client) routeMany(ctx context.Context, cmds []redis.Cmder) error {
 	for {
 		err := c.processPipeline(ctx, cmds)
 		if err != errReroute {

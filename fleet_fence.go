@@ -210,7 +210,7 @@ func refuseConn(format string, args ...any) error {
 
 // admit is the OnConnect of every command connection of a fleet process
 // to the server id (dial).
-func (c *Client) admit(ctx context.Context, cn *redis.Conn, id string) error {
+func (c *client) admit(ctx context.Context, cn *redis.Conn, id string) error {
 	f := c.fleet
 	if f == nil { // the first topology's backends are built before c.fleet is set; nothing dials then
 		return nil
@@ -256,7 +256,7 @@ func (c *Client) admit(ctx context.Context, cn *redis.Conn, id string) error {
 
 // fleetOnConnect returns the admission of connections to s for a client
 // that follows a registry, nil for one that does not.
-func (c *Client) fleetOnConnect(s Shard) func(context.Context, *redis.Conn) error {
+func (c *client) fleetOnConnect(s Shard) func(context.Context, *redis.Conn) error {
 	if c.cfg.opt.Registry == nil {
 		return nil
 	}

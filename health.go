@@ -84,7 +84,7 @@ type outage struct {
 // first dial to a shard (heartbeatStart), so a client that is never used
 // runs nothing.
 type monitor struct {
-	c    *Client
+	c    *client
 	opt  HealthOptions
 	stop chan struct{}
 	done chan struct{}
@@ -96,7 +96,7 @@ type monitor struct {
 
 // newMonitor returns the client's monitor, not started, or nil when the
 // heartbeat is off.
-func newMonitor(c *Client) *monitor {
+func newMonitor(c *client) *monitor {
 	if c.cfg.health.Disable {
 		return nil
 	}
@@ -263,7 +263,7 @@ func (b *backend) recordOutage(key string, standIn *backend) bool {
 // outage is cleaned: the cleanup runs until a round finds nothing new, and
 // the last check and the mark are made under the outage lock, which every
 // record takes, so no stand-in write can slip in between.
-func (c *Client) markUp(top *topology, b *backend) error {
+func (c *client) markUp(top *topology, b *backend) error {
 	if top.gutterTTL <= 0 {
 		b.down.Store(false)
 		return nil
@@ -286,7 +286,7 @@ func (c *Client) markUp(top *topology, b *backend) error {
 
 // cleanOutage deletes, on the returning backend and on the stand-ins, every
 // key written to a stand-in while b was down.
-func (c *Client) cleanOutage(top *topology, b *backend) error {
+func (c *client) cleanOutage(top *topology, b *backend) error {
 	o := &b.outage
 	o.mu.Lock()
 	keys := o.on
@@ -372,7 +372,7 @@ func (t *topology) recordStandIn(ctx context.Context, args []interface{}, keys [
 
 // processDown runs a command whose owner i is down: on its stand-in when
 // failover is on, else it fails fast with ErrShardDown.
-func (c *Client) processDown(ctx context.Context, top *topology, info command.Info, cmd redis.Cmder, keys []int, i int) error {
+func (c *client) processDown(ctx context.Context, top *topology, info command.Info, cmd redis.Cmder, keys []int, i int) error {
 	j, err := top.serve(i, cmd.Args(), keys)
 	if err != nil {
 		return err

@@ -40,7 +40,7 @@ func (c *Client) AddHook(hook redis.Hook) {
 // shard's configuration, so that the hook can label what it records with
 // the shard's name and address. newHook must not call the Client. It is
 // safe for concurrent use.
-func (c *Client) AddShardHook(newHook func(s Shard) redis.Hook) {
+func (c *client) AddShardHook(newHook func(s Shard) redis.Hook) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	hooks := append(slices.Clone(c.shardHooksLocked()), newHook)
@@ -51,7 +51,7 @@ func (c *Client) AddShardHook(newHook func(s Shard) redis.Hook) {
 }
 
 // shardHooksLocked returns the shard hook factories added so far.
-func (c *Client) shardHooksLocked() []shardHook {
+func (c *client) shardHooksLocked() []shardHook {
 	if p := c.shardHooks.Load(); p != nil {
 		return *p
 	}
@@ -64,7 +64,7 @@ func (c *Client) shardHooksLocked() []shardHook {
 // DialHook is not used). Hooks added later run inside earlier ones. It is
 // safe for concurrent use; a command already running keeps the hooks it
 // started with.
-func (c *Client) AddCommandHook(hook redis.Hook) {
+func (c *client) AddCommandHook(hook redis.Hook) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var prev []redis.Hook
@@ -88,7 +88,7 @@ type commandChain struct {
 }
 
 // processCommand runs cmd through the command hooks, if any, and routing.
-func (c *Client) processCommand(ctx context.Context, cmd redis.Cmder) error {
+func (c *client) processCommand(ctx context.Context, cmd redis.Cmder) error {
 	if ch := c.cmdHooks.Load(); ch != nil {
 		return ch.process(ctx, cmd)
 	}
@@ -96,7 +96,7 @@ func (c *Client) processCommand(ctx context.Context, cmd redis.Cmder) error {
 }
 
 // processCommands runs a pipeline through the command hooks and routing.
-func (c *Client) processCommands(ctx context.Context, cmds []redis.Cmder) error {
+func (c *client) processCommands(ctx context.Context, cmds []redis.Cmder) error {
 	if ch := c.cmdHooks.Load(); ch != nil {
 		return ch.pipeline(ctx, cmds)
 	}

@@ -168,7 +168,7 @@ const (
 // counts keys, serves hot reads from the local cache or split copies, and
 // invalidates both on writes. It is safe for concurrent use.
 type hotPath struct {
-	c        *Client
+	c        *client
 	opt      HotKeyOptions // resolved
 	det      *hotkey.Detector
 	cache    *localcache.Cache // nil unless LocalCache
@@ -200,7 +200,7 @@ type hotCounters struct {
 }
 
 // newHotPath builds the hot-key layer from resolved options.
-func newHotPath(c *Client, opt *HotKeyOptions) (*hotPath, error) {
+func newHotPath(c *client, opt *HotKeyOptions) (*hotPath, error) {
 	det, err := hotkey.New(opt.Detector)
 	if err != nil {
 		return nil, invalid(ErrInvalidHotKeyOptions, "HotKeys.Detector", "%v", err)

@@ -19,7 +19,7 @@ import (
 // usual way. The cached replies are those of GET: a write through the client
 // evicts them before it returns, so read-your-writes and MaxStaleness hold
 // exactly as for single reads.
-func (h *hotPath) mget(ctx context.Context, c *Client, top *topology, cmd redis.Cmder, keys []int) (bool, error) {
+func (h *hotPath) mget(ctx context.Context, c *client, top *topology, cmd redis.Cmder, keys []int) (bool, error) {
 	sc, ok := cmd.(*redis.SliceCmd)
 	if !ok || h.cache == nil || top.guarded || len(keys) < 2 {
 		return false, nil
@@ -65,7 +65,7 @@ func (h *hotPath) mget(ctx context.Context, c *Client, top *topology, cmd redis.
 // mgetRest finishes a hot MGET whose cache lookups are done: it reads the
 // misses (positions in hot) and sends the keys that are not hot as one
 // MGET, in parallel.
-func (h *hotPath) mgetRest(ctx context.Context, c *Client, top *topology, sc *redis.SliceCmd,
+func (h *hotPath) mgetRest(ctx context.Context, c *client, top *topology, sc *redis.SliceCmd,
 	keys []int, vals []interface{}, hot []mgetHot, misses []int) error {
 	args := sc.Args()
 	var rest *redis.SliceCmd

@@ -55,7 +55,7 @@ type HotShardStats struct {
 // first (at most 20), whether hot or not (see hotkey.Key.Hot). It returns
 // nil when Options.HotKeys is nil. It is meant for monitoring: it locks and
 // allocates.
-func (c *Client) HotKeys() []hotkey.Key {
+func (c *client) HotKeys() []hotkey.Key {
 	if c.hot == nil {
 		return nil
 	}
@@ -63,7 +63,7 @@ func (c *Client) HotKeys() []hotkey.Key {
 }
 
 // hotStats fills Stats.Hot.
-func (c *Client) hotStats() HotStats {
+func (c *client) hotStats() HotStats {
 	h := c.hot
 	if h == nil {
 		return HotStats{}

@@ -80,7 +80,7 @@ type loader struct {
 
 // LoadStats returns the GetOrLoad counters of c. It is safe for concurrent
 // use.
-func (c *Client) LoadStats() LoadStats {
+func (c *client) LoadStats() LoadStats {
 	l := &c.load
 	return LoadStats{
 		Hits:          l.hits.Load(),
@@ -126,7 +126,7 @@ func (c *Client) LoadStats() LoadStats {
 // LoadStats.StoreErrors counts it. An empty key, a nil load or a negative
 // ttl is an error wrapping ErrInvalidArgument. Close cancels the context
 // of a running load and waits for it to return.
-func (c *Client) GetOrLoad(ctx context.Context, key string, ttl time.Duration, load func(ctx context.Context) (string, error)) (string, error) {
+func (c *client) GetOrLoad(ctx context.Context, key string, ttl time.Duration, load func(ctx context.Context) (string, error)) (string, error) {
 	switch {
 	case key == "":
 		return "", fmt.Errorf("%w: empty key", ErrInvalidArgument)
@@ -136,7 +136,7 @@ func (c *Client) GetOrLoad(ctx context.Context, key string, ttl time.Duration, l
 		return "", fmt.Errorf("%w: negative ttl %v for key %q", ErrInvalidArgument, ttl, key)
 	}
 	opt, lease := c.cfg.load, c.cfg.lease
-	v, err := c.Get(ctx, key).Result()
+	v, err := c.front.Get(ctx, key).Result()
 	if err == nil {
 		c.load.hits.Add(1)
 		return v, nil
@@ -175,7 +175,7 @@ func (c *Client) GetOrLoad(ctx context.Context, key string, ttl time.Duration, l
 // the lease, where it also covers another process that stored the value and
 // released the lease just before; one read before the lease would only add
 // a round trip to every miss.
-func (c *Client) flight(ctx context.Context, key string, ttl time.Duration, load func(context.Context) (string, error), opt LoadOptions, lease bool) (val string, err error) {
+func (c *client) flight(ctx context.Context, key string, ttl time.Duration, load func(context.Context) (string, error), opt LoadOptions, lease bool) (val string, err error) {
 	defer func() {
 		if err != nil {
 			c.load.failures.Add(1)
@@ -228,8 +228,8 @@ func (c *Client) flight(ctx context.Context, key string, ttl time.Duration, load
 }
 
 // recheck reads key: its value and true on a hit, false on a miss.
-func (c *Client) recheck(ctx context.Context, key string) (string, bool, error) {
-	v, err := c.Get(ctx, key).Result()
+func (c *client) recheck(ctx context.Context, key string) (string, bool, error) {
+	v, err := c.front.Get(ctx, key).Result()
 	switch {
 	case err == nil:
 		return v, true, nil
@@ -242,7 +242,7 @@ func (c *Client) recheck(ctx context.Context, key string) (string, bool, error) 
 
 // await reads key every opt.PollInterval, the first time at once, until it
 // has a value (true) or opt.Wait has passed (false).
-func (c *Client) await(ctx context.Context, key string, opt LoadOptions) (string, bool, error) {
+func (c *client) await(ctx context.Context, key string, opt LoadOptions) (string, bool, error) {
 	wait := time.NewTimer(opt.Wait)
 	defer wait.Stop()
 	tick := time.NewTicker(opt.PollInterval)
@@ -263,7 +263,7 @@ func (c *Client) await(ctx context.Context, key string, opt LoadOptions) (string
 
 // loadAndStore calls load with a deadline of opt.Lease and stores what it
 // returns with ttl.
-func (c *Client) loadAndStore(ctx context.Context, key string, ttl time.Duration, load func(context.Context) (string, error), opt LoadOptions) (string, error) {
+func (c *client) loadAndStore(ctx context.Context, key string, ttl time.Duration, load func(context.Context) (string, error), opt LoadOptions) (string, error) {
 	lctx, cancel := context.WithTimeout(ctx, opt.Lease)
 	v, err := c.callLoad(lctx, load)
 	cancel()
@@ -273,7 +273,7 @@ func (c *Client) loadAndStore(ctx context.Context, key string, ttl time.Duration
 	// A fresh bound: a load that used all of ctx's time is still stored.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opt.Lease)
 	defer cancel()
-	if err := c.Set(sctx, key, v, ttl).Err(); err != nil {
+	if err := c.front.Set(sctx, key, v, ttl).Err(); err != nil {
 		c.load.storeErrors.Add(1)
 	}
 	return v, nil
@@ -282,7 +282,7 @@ func (c *Client) loadAndStore(ctx context.Context, key string, ttl time.Duration
 // callLoad calls load, turning a panic into a *loadPanic error. A panic
 // must not escape: singleflight would re-raise it on a goroutine of its own
 // where nothing can recover it, and crash the process.
-func (c *Client) callLoad(ctx context.Context, load func(context.Context) (string, error)) (v string, err error) {
+func (c *client) callLoad(ctx context.Context, load func(context.Context) (string, error)) (v string, err error) {
 	c.load.loads.Add(1)
 	defer func() {
 		if r := recover(); r != nil {
@@ -303,7 +303,7 @@ return 0`)
 
 // release frees a lease taken with token. If it fails, the lease expires by
 // itself after at most lease.
-func (c *Client) release(ctx context.Context, shard *redis.Client, leaseKey, token string, lease time.Duration) {
+func (c *client) release(ctx context.Context, shard *redis.Client, leaseKey, token string, lease time.Duration) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease)
 	defer cancel()
 	_ = releaseScript.Run(rctx, shard, []string{leaseKey, internalIndex}, token).Err()

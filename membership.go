@@ -177,23 +177,33 @@ func changeID(old, next *topology) string {
 // SetShards is refused with ErrHandoffInProgress, since a second change on
 // top of an undrained one could bring stale copies back.
 //
+// Before the switch, a server new to the ring gets the function libraries
+// the current shards hold (FUNCTION DUMP from one, FUNCTION RESTORE on it),
+// so FCALL works on the keys it takes over; SetShards then talks to the
+// servers, within ctx, while it holds the client's membership lock. When
+// the current shards hold different libraries, or the new server holds
+// others, the change is refused with ErrLibrariesDiffer. Scripts (SCRIPT
+// LOAD), CONFIG SET settings and ACL users are not carried over: see
+// "Functions, scripts and server settings" in docs/membership.md.
+//
 // An invalid list is rejected with the same errors as NewClient (see
-// Options.Validate) and the current ring stays. Every client of a fleet
-// should be given the same list before Rebalance runs.
+// Options.Validate) and the current ring stays, as it does when SetShards
+// fails for any reason. Every client of a fleet should be given the same
+// list before Rebalance runs.
 //
 // SetShards returns once the client's PubSubs are subscribed on the new
 // owners of their channels (a shard that is down, or has not confirmed
 // within 2s, is reported on their Receive instead): a message published
 // on the new ring after it returns reaches them.
-func (c *Client) SetShards(ctx context.Context, shards []Shard) error {
-	if err := c.setShards(shards); err != nil {
+func (c *client) SetShards(ctx context.Context, shards []Shard) error {
+	if err := c.setShards(ctx, shards); err != nil {
 		return err
 	}
 	c.followPubSub(ctx)
 	return nil
 }
 
-func (c *Client) setShards(shards []Shard) error {
+func (c *client) setShards(ctx context.Context, shards []Shard) error {
 	if c.fleet != nil {
 		return fmt.Errorf("%w: apply the change to the registry (redshard apply)", ErrFleetManaged)
 	}
@@ -212,6 +222,18 @@ func (c *Client) setShards(shards []Shard) error {
 	}
 	top := &topology{epoch: old.epoch + 1, ring: r, gutterTTL: old.gutterTTL, flight: &inflight{}}
 	top.shards = c.buildShards(r, valid, old)
+	var joining []*shard // servers new to the ring, with new backends
+	for _, s := range top.shards {
+		if !slices.ContainsFunc(old.sources(), func(o *shard) bool { return o.backend == s.backend }) {
+			joining = append(joining, s)
+		}
+	}
+	if err := carryFunctions(ctx, old, top, joining); err != nil {
+		for _, s := range joining {
+			_ = s.close()
+		}
+		return fmt.Errorf("redshard: SetShards (the ring is unchanged): %w", err)
+	}
 	// Servers that left keep their clients: their keys are still to be
 	// moved (handoff, Rebalance).
 	for _, s := range old.sources() {
@@ -229,7 +251,7 @@ func (c *Client) setShards(shards []Shard) error {
 // caller's goroutine) waits for this process's moves to end, deletes the
 // change's settled sets and retires the removed shards. Caller holds c.mu;
 // the returned func must be called after unlocking it.
-func (c *Client) releaseChangeLocked(ctx context.Context, top *topology) func() {
+func (c *client) releaseChangeLocked(ctx context.Context, top *topology) func() {
 	next := *top
 	next.handoff, next.orphans = nil, nil
 	c.top.Store(next.seal())
@@ -252,7 +274,7 @@ func (c *Client) releaseChangeLocked(ctx context.Context, top *topology) func() 
 // here. A hold or a move waits no longer than ctx, nor than the context
 // cmd was built with: an AutoPipeliner runs a batch of one command on a
 // context of its own (holdContext).
-func (c *Client) handOff(ctx context.Context, top *topology, cmd redis.Cmder, keys []int) error {
+func (c *client) handOff(ctx context.Context, top *topology, cmd redis.Cmder, keys []int) error {
 	ctx, stop := holdContext(ctx, []redis.Cmder{cmd})
 	defer stop()
 	args := cmd.Args()
@@ -268,7 +290,7 @@ func (c *Client) handOff(ctx context.Context, top *topology, cmd redis.Cmder, ke
 // pipeline's, a transaction's, an AutoPipeliner's batch): a hold or a move
 // waits no longer than the earliest deadline of the commands' own contexts
 // (holdContext), nor ctx's.
-func (c *Client) handOffBatch(ctx context.Context, top *topology, cmds []redis.Cmder, keys []string) error {
+func (c *client) handOffBatch(ctx context.Context, top *topology, cmds []redis.Cmder, keys []string) error {
 	if !top.guarded || len(keys) == 0 {
 		return nil
 	}
@@ -278,7 +300,7 @@ func (c *Client) handOffBatch(ctx context.Context, top *topology, cmds []redis.C
 }
 
 // handOffAll hands off many keys (a pipeline's, a transaction's) in parallel.
-func (c *Client) handOffAll(ctx context.Context, top *topology, keys []string) error {
+func (c *client) handOffAll(ctx context.Context, top *topology, keys []string) error {
 	if !top.guarded || len(keys) == 0 {
 		return nil
 	}
@@ -303,7 +325,7 @@ func (c *Client) handOffAll(ctx context.Context, top *topology, keys []string) e
 // goroutines ask. It fails when the previous owner is down or cannot be
 // reached (its copy may be the newest), unless failover is on, where the
 // key is settled without it.
-func (c *Client) handOffKey(ctx context.Context, top *topology, key string) error {
+func (c *client) handOffKey(ctx context.Context, top *topology, key string) error {
 	if top.hold != nil || top.fence != nil {
 		if err := c.fleetCheck(ctx, top, key); err != nil {
 			return err
@@ -338,7 +360,7 @@ func (c *Client) handOffKey(ctx context.Context, top *topology, key string) erro
 
 // moveOne is handOffKey's slow path, apart so that what its flight
 // captures is not allocated for the commands that need no move.
-func (c *Client) moveOne(ctx context.Context, h *handoff, from, to *shard, key string) error {
+func (c *client) moveOne(ctx context.Context, h *handoff, from, to *shard, key string) error {
 	if err := c.awaitDrain(ctx, h); err != nil {
 		return err
 	}
@@ -376,7 +398,7 @@ func (c *Client) moveOne(ctx context.Context, h *handoff, from, to *shard, key s
 // failover the key is settled on its new owner without the old value (it
 // must never be moved there later); without, the command fails with the
 // previous owner's ErrShardDown.
-func (c *Client) settleWithoutPrevious(ctx context.Context, h *handoff, from, to *shard, key string) error {
+func (c *client) settleWithoutPrevious(ctx context.Context, h *handoff, from, to *shard, key string) error {
 	if c.top.Load().gutterTTL <= 0 {
 		return fmt.Errorf("redshard: key %q is still on its previous owner: %w", key, from.downError())
 	}
@@ -390,7 +412,7 @@ func (c *Client) settleWithoutPrevious(ctx context.Context, h *handoff, from, to
 // awaitDrain waits, once per change, until no command that started on the
 // previous ring is still running: one of them could otherwise write to a
 // key's old owner after the key has moved.
-func (c *Client) awaitDrain(ctx context.Context, h *handoff) error {
+func (c *client) awaitDrain(ctx context.Context, h *handoff) error {
 	if h.drained.Load() {
 		return nil
 	}

@@ -206,7 +206,7 @@ type Shard struct {
 
 	// Addr is host:port ("10.0.0.1:6379", "[::1]:6379", "cache-a:6379"),
 	// or the path of a Unix socket: one starting with "/", or any path
-	// when Options.Network is "unix". Anything else is ErrInvalidAddr.
+	// when Shard.Options.Network is "unix". Anything else is ErrInvalidAddr.
 	// Required unless Failover is set.
 	Addr string
 
@@ -277,7 +277,7 @@ func canonicalAddr(addr string) string {
 // checkAddr reports why s.Addr cannot be dialled, if it cannot: it must be
 // host:port, with a numeric port in [1, 65535] and a host that is an IP
 // literal or a host name, or a Unix socket path (go-redis dials an Addr
-// starting with "/" as one, and any Addr when Options.Network is "unix").
+// starting with "/" as one, and any Addr when Shard.Options.Network is "unix").
 // A Sentinel shard's Addr is not used. Nothing is resolved: NewClient does
 // not use the network.
 func checkAddr(s Shard) error {

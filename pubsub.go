@@ -79,7 +79,7 @@ const ringPoll = 20 * time.Millisecond
 // pubsubFront returns the front client of the Client's PubSubs, creating
 // it and the hub's goroutine on first use. After Close it is closed, so
 // its PubSubs report redis.ErrClosed.
-func (c *Client) pubsubFront() *redis.Client {
+func (c *client) pubsubFront() *redis.Client {
 	h := &c.pubsub
 	h.once.Do(func() {
 		h.muxes = map[*mux]struct{}{}
@@ -107,7 +107,7 @@ func (c *Client) pubsubFront() *redis.Client {
 
 // followRing reroutes every mux's subscriptions when the ring changes, and
 // closes the front client and the muxes when the Client closes.
-func (c *Client) followRing() {
+func (c *client) followRing() {
 	defer c.flights.running.leave()
 	h := &c.pubsub
 	last := c.top.Load()
@@ -145,7 +145,7 @@ func (c *Client) followRing() {
 // concerned. SetShards and a fleet's phase call it before returning (or
 // acknowledging), so that a message published on the new ring after they
 // have reaches the subscribers.
-func (c *Client) followPubSub(ctx context.Context) {
+func (c *client) followPubSub(ctx context.Context) {
 	h := &c.pubsub
 	h.mu.Lock()
 	all := make([]*mux, 0, len(h.muxes))
@@ -167,7 +167,7 @@ func (c *Client) followPubSub(ctx context.Context) {
 
 // newMux is the front client's dialer: a new multiplexer, registered with
 // the hub until it closes.
-func (c *Client) newMux() (net.Conn, error) {
+func (c *client) newMux() (net.Conn, error) {
 	if c.closed.Load() {
 		return nil, redis.ErrClosed
 	}

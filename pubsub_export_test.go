@@ -7,7 +7,7 @@ import (
 
 // MarkShardDown marks the named shard of the current ring down, as the
 // health monitor does after its heartbeats failed.
-func (c *Client) MarkShardDown(name string) error {
+func (c *client) MarkShardDown(name string) error {
 	s, ok := c.top.Load().shard(name)
 	if !ok {
 		return fmt.Errorf("no shard %q", name)
@@ -18,7 +18,7 @@ func (c *Client) MarkShardDown(name string) error {
 
 // MarkShardUp marks the named shard of the current ring up, as the health
 // monitor does after its heartbeats succeeded again.
-func (c *Client) MarkShardUp(name string) error {
+func (c *client) MarkShardUp(name string) error {
 	top := c.top.Load()
 	s, ok := top.shard(name)
 	if !ok {

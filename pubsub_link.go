@@ -82,7 +82,7 @@ const (
 // probeTimes returns how long a link hears nothing from its shard before
 // it sends a PING, and how long it then waits for anything to arrive: the
 // heartbeat's Interval and Timeout, or 3s and 3s when it is disabled.
-func (c *Client) probeTimes() (interval, timeout time.Duration) {
+func (c *client) probeTimes() (interval, timeout time.Duration) {
 	if h := c.cfg.health; !h.Disable {
 		// Floors: a silence shorter than 1.5 s is more often a loaded
 		// machine than a dead connection, and a false failure costs a

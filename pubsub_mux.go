@@ -54,7 +54,7 @@ var (
 // has confirmed it, else late, when that shard is back). Messages go out as they arrive, once the front has
 // been told of their subscription. It is safe for concurrent use.
 type mux struct {
-	c      *Client
+	c      *client
 	ctx    context.Context // done when the mux closes; parent of its links'
 	cancel context.CancelFunc
 
@@ -130,7 +130,7 @@ type muxReply struct {
 	sub   *subscription
 }
 
-func newMux(c *Client) *mux {
+func newMux(c *client) *mux {
 	m := &mux{c: c, ready: make(chan struct{}, 1), links: map[linkKey]*link{}, moved: map[*link]uint64{}, top: c.top.Load(),
 		resp3: c.cfg.opt.shardOptions(Shard{}).Protocol != 2}
 	m.ctx, m.cancel = context.WithCancel(c.flights.ctx)

@@ -95,7 +95,7 @@ type RebalanceReport struct {
 // Invalid options are an error wrapping ErrInvalidRebalanceOptions.
 // Rebalance stops when ctx is done and returns the report so far with
 // ctx's error.
-func (c *Client) Rebalance(ctx context.Context, opt RebalanceOptions) (RebalanceReport, error) {
+func (c *client) Rebalance(ctx context.Context, opt RebalanceOptions) (RebalanceReport, error) {
 	opt, err := opt.resolve()
 	if err != nil {
 		return RebalanceReport{}, err
@@ -198,7 +198,7 @@ func (rb *rebalancer) misplaced() int64 {
 }
 
 type rebalancer struct {
-	c       *Client
+	c       *client
 	top     *topology
 	opt     RebalanceOptions
 	start   time.Time
@@ -264,7 +264,7 @@ type batchSizer struct {
 // firstFleetBatch is the first batch of a drain in a fleet process.
 const firstFleetBatch = 16
 
-func (c *Client) newBatchSizer(max int) *batchSizer {
+func (c *client) newBatchSizer(max int) *batchSizer {
 	if c.fleet == nil {
 		return &batchSizer{n: max, max: max}
 	}

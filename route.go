@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -14,7 +15,7 @@ import (
 
 // routeHook is installed on the front client. It replaces go-redis's
 // processing with routing and never calls next, so the front never dials.
-type routeHook struct{ c *Client }
+type routeHook struct{ c *client }
 
 func (h routeHook) DialHook(redis.DialHook) redis.DialHook {
 	return dialFront
@@ -47,7 +48,7 @@ type route struct {
 // It only counts the command in flight around route: with its few returns
 // the compiler open-codes the defer, which in route's many would cost a
 // deferred call record per command.
-func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
+func (c *client) process(ctx context.Context, cmd redis.Cmder) error {
 	top, err := c.enter()
 	if err != nil {
 		return err
@@ -69,7 +70,7 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 // command.Lookup said of it (lookupErr is its error): a keyed command here,
 // the others in routeOther. info is a pointer and the rest a call away so
 // that the common case copies and spills little.
-func (c *Client) route(ctx context.Context, top *topology, cmd redis.Cmder, info *command.Info, keys []int,
+func (c *client) route(ctx context.Context, top *topology, cmd redis.Cmder, info *command.Info, keys []int,
 	lookupErr error, blocking bool) error {
 	err := lookupErr
 	if err == nil && len(keys) > 0 && (info.Class == command.Keyed || info.Class == command.Channel) {
@@ -102,7 +103,7 @@ func (c *Client) route(ctx context.Context, top *topology, cmd redis.Cmder, info
 
 // routeOther is route for every command but a keyed one that found its
 // owner; err is Lookup's or the owner's error.
-func (c *Client) routeOther(ctx context.Context, top *topology, cmd redis.Cmder, info command.Info, keys []int,
+func (c *client) routeOther(ctx context.Context, top *topology, cmd redis.Cmder, info command.Info, keys []int,
 	err error, blocking bool) error {
 	if top.single(info, keys, err) {
 		return c.processSingle(ctx, top, info, cmd)
@@ -207,7 +208,7 @@ func (t *topology) single(info command.Info, keys []int, lookupErr error) bool {
 // processSingle sends cmd as it is to the ring's only shard (see single).
 // A script or command whose keys are unknown may write any key, so the
 // hot-key layer forgets what it holds.
-func (c *Client) processSingle(ctx context.Context, top *topology, info command.Info, cmd redis.Cmder) error {
+func (c *client) processSingle(ctx context.Context, top *topology, info command.Info, cmd redis.Cmder) error {
 	s := top.shards[0]
 	if s.down.Load() {
 		err := s.downError()
@@ -231,7 +232,7 @@ func (c *Client) processSingle(ctx context.Context, top *topology, info command.
 // servers only. A single client (SetShards) runs FLUSHDB and FLUSHALL alone
 // with its own moves held off (flushDuringChange); in a pipeline, which
 // would not reach the removed servers, they are refused, and SWAPDB always.
-func (c *Client) flushRefused(top *topology, info command.Info, pipelined bool) error {
+func (c *client) flushRefused(top *topology, info command.Info, pipelined bool) error {
 	if info.Class != command.Fanout || top.settled() ||
 		info.Name != "flushdb" && info.Name != "flushall" && info.Name != "swapdb" {
 		return nil
@@ -256,7 +257,7 @@ func (c *Client) flushRefused(top *topology, info command.Info, pipelined bool) 
 // in progress: on every shard and on the servers the change removed, whose
 // keys would otherwise be handed off after the flush, with this process's
 // moves held off meanwhile.
-func (c *Client) flushDuringChange(ctx context.Context, top *topology, cmd redis.Cmder, rt route) error {
+func (c *client) flushDuringChange(ctx context.Context, top *topology, cmd redis.Cmder, rt route) error {
 	h := top.handoff
 	h.flush.Lock()
 	defer h.flush.Unlock()
@@ -352,7 +353,7 @@ func (t *topology) crossShard(name, k1 string, s1 int, k2 string, s2 int) error 
 
 // processPipeline routes a pipeline or, when go-redis wrapped it in
 // MULTI/EXEC, a transaction.
-func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error {
+func (c *client) processPipeline(ctx context.Context, cmds []redis.Cmder) error {
 	if isTx(cmds) {
 		return c.processTx(ctx, cmds[1:len(cmds)-1])
 	}
@@ -370,11 +371,17 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 	var finishes []func()
 	var moved []string // keys to hand off before the pipeline runs
 	var writes []write
+	var perServer []int       // indexes into sends of TIME and the like, placed once the keys' shard is known
 	hp := c.hot.pipeline(top) // answers hot reads from the local cache
 	var buf [8]int
 	for _, cmd := range cmds {
 		info, keys, err := command.Lookup(cmd.Args(), buf[:0])
 		if hp.answer(info, cmd, keys, err) {
+			continue
+		}
+		if err == nil && info.Flags&command.PerServer != 0 && !top.single(info, keys, err) {
+			perServer = append(perServer, len(sends))
+			sends = append(sends, sub{shard: -1, cmd: cmd})
 			continue
 		}
 		var rt route
@@ -433,6 +440,9 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 			finishes = append(finishes, rt.finish)
 		}
 	}
+	if len(perServer) > 0 {
+		sends = top.placePerServer(cmds, sends, perServer)
+	}
 	if err := c.handOffBatch(ctx, top, cmds, moved); err != nil {
 		setCmdsErr(cmds, err)
 		return err
@@ -465,6 +475,49 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 	return firstErr(cmds)
 }
 
+// placePerServer places the PerServer commands of a pipeline (TIME,
+// LASTSAVE), listed in sends at the indexes perServer with no shard yet:
+// on the shard that owns every key of the pipeline's keyed commands, or,
+// when those keys live on several shards or there are none, nowhere, with
+// ErrNotSharded. It returns sends without the commands it did not place.
+func (t *topology) placePerServer(cmds []redis.Cmder, sends []sub, perServer []int) []sub {
+	target, first := -1, ""
+	other, otherKey := -1, ""
+	var buf [8]int
+	for _, cmd := range cmds {
+		info, keys, err := command.Lookup(cmd.Args(), buf[:0])
+		if err != nil || info.Class != command.Keyed && info.Class != command.Split {
+			continue
+		}
+		for _, k := range keys {
+			key := command.Arg(cmd.Args()[k])
+			switch i := t.ring.LookupIndex(key); {
+			case target < 0:
+				target, first = i, key
+			case i != target && other < 0:
+				other, otherKey = i, key
+			}
+		}
+	}
+	for _, n := range perServer {
+		cmd := sends[n].cmd
+		name := displayName(cmd.Name())
+		switch {
+		case other >= 0:
+			cmd.SetErr(fmt.Errorf("%w: %s in a pipeline runs on the shard that holds the pipeline's keys, and key %q is on shard %s and key %q on shard %s; "+
+				"run it on each shard with ForEachShard", ErrNotSharded, name, first, t.shards[target].Name, otherKey, t.shards[other].Name))
+		case target < 0:
+			cmd.SetErr(fmt.Errorf("%w: %s in a pipeline runs on the shard that holds the pipeline's keys, and this pipeline names no key; "+
+				"run it on each shard with ForEachShard", ErrNotSharded, name))
+		case t.shards[target].down.Load():
+			cmd.SetErr(t.shards[target].downError())
+		default:
+			sends[n].shard = target
+		}
+	}
+	return slices.DeleteFunc(sends, func(s sub) bool { return s.shard < 0 })
+}
+
 // groupByShard returns the commands of sends per shard, in their order.
 func groupByShard(sends []sub, n int) [][]redis.Cmder {
 	counts := make([]int, n+1)
@@ -495,7 +548,7 @@ type write struct {
 
 // noteWrite appends cmd to writes when the hot-key layer needs to know,
 // and counts a read's keys toward hot-key detection.
-func (c *Client) noteWrite(writes []write, info command.Info, args []interface{}, keys []int) []write {
+func (c *client) noteWrite(writes []write, info command.Info, args []interface{}, keys []int) []write {
 	if c.hot == nil {
 		return writes
 	}
@@ -512,7 +565,7 @@ func mayWrite(info command.Info) bool { return info.Flags&command.ReadOnly == 0 
 
 // processTx runs a transaction's commands as one MULTI/EXEC on the shard
 // that owns all of their keys, or fails every command with nothing sent.
-func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
+func (c *client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 	top, err := c.enter()
 	if err != nil {
 		setCmdsErr(cmds, err)
@@ -522,6 +575,7 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 	target, firstKey := -1, ""
 	var moved []string
 	var writes []write
+	var perServer redis.Cmder // a TIME or the like: it needs a key to choose the shard
 	var buf [8]int
 	for _, cmd := range cmds {
 		info, keys, err := command.Lookup(cmd.Args(), buf[:0])
@@ -529,6 +583,9 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 			err = nil
 		} else if err == nil {
 			err = top.checkTxCommand(info, cmd.Args(), keys, &target, &firstKey)
+			if err == nil && info.Flags&command.PerServer != 0 {
+				perServer = cmd
+			}
 		}
 		if err == nil {
 			writes = c.noteWrite(writes, info, cmd.Args(), keys)
@@ -545,6 +602,12 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 		}
 	}
 	if err := c.handOffBatch(ctx, top, cmds, moved); err != nil {
+		setCmdsErr(cmds, err)
+		return err
+	}
+	if target < 0 && perServer != nil {
+		err := fmt.Errorf("transaction not sent: %w: %s in a transaction runs on the shard that holds the transaction's keys, "+
+			"and this transaction names no key; run it on each shard with ForEachShard", ErrNotSharded, displayName(perServer.Name()))
 		setCmdsErr(cmds, err)
 		return err
 	}
@@ -589,6 +652,9 @@ func (t *topology) checkTxCommand(info command.Info, args []interface{}, keys []
 			*target = 0
 		}
 		return nil
+	}
+	if info.Flags&command.PerServer != 0 {
+		return nil // it runs on the transaction's shard, which its keys choose (processTx)
 	}
 	switch info.Class {
 	case command.Keyed, command.Channel, command.Split:

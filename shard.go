@@ -20,7 +20,7 @@ import (
 // shared by every topology in which the shard appears with the same
 // endpoint, and close releases all of it. It is safe for concurrent use.
 type backend struct {
-	c      *Client
+	c      *client
 	shard  Shard         // the configuration the clients were built for
 	id     string        // the server's identity (Shard.identity)
 	client *redis.Client // commands
@@ -83,7 +83,7 @@ const (
 
 // newBackend opens (lazily, as go-redis does) the command client of s.
 // Caller holds c.mu or owns c exclusively.
-func (c *Client) newBackend(s Shard) *backend {
+func (c *client) newBackend(s Shard) *backend {
 	b := &backend{c: c, shard: s, id: s.identity()}
 	b.client = c.dial(s, connCommand, nil, timeoutHook{b}, heartbeatStart{c.monitor})
 	// Below the hooks added so far (shard hooks added later sit below it):
@@ -202,13 +202,13 @@ func (f failFast) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 // every command-sending one gets the shard hooks. onConnect, if set, runs
 // after the options' own OnConnect on each new connection; first, if any,
 // are the client's outermost hooks.
-func (c *Client) dial(s Shard, kind connKind, onConnect func(context.Context, *redis.Conn) error, first ...redis.Hook) *redis.Client {
+func (c *client) dial(s Shard, kind connKind, onConnect func(context.Context, *redis.Conn) error, first ...redis.Hook) *redis.Client {
 	return c.dialWith(s, kind, onConnect, nil, first...)
 }
 
 // dialWith is dial whose client dials through wrap(the dialer it would
 // use) when wrap is not nil; only for a shard without Failover.
-func (c *Client) dialWith(s Shard, kind connKind, onConnect func(context.Context, *redis.Conn) error,
+func (c *client) dialWith(s Shard, kind connKind, onConnect func(context.Context, *redis.Conn) error,
 	wrap func(dialer) dialer, first ...redis.Hook) *redis.Client {
 	o := &c.cfg.opt
 	opt := o.shardOptions(s)
@@ -310,7 +310,7 @@ func (c *Client) dialWith(s Shard, kind connKind, onConnect func(context.Context
 
 // shardHookList returns the shard hook factories added so far, without
 // taking c.mu.
-func (c *Client) shardHookList() []shardHook {
+func (c *client) shardHookList() []shardHook {
 	if p := c.shardHooks.Load(); p != nil {
 		return *p
 	}
@@ -402,7 +402,7 @@ func closeClient(cl *redis.Client) error {
 // period for commands that started on an older ring. Caller holds c.mu.
 // The entry is removed when it fires, so nothing accumulates across
 // membership changes.
-func (c *Client) retireLocked(gone []*backend) {
+func (c *client) retireLocked(gone []*backend) {
 	if len(gone) == 0 {
 		return
 	}

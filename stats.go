@@ -99,7 +99,7 @@ type ShardStats struct {
 
 // Stats returns a snapshot of the client's state and counters. It is safe
 // for concurrent use.
-func (c *Client) Stats() Stats {
+func (c *client) Stats() Stats {
 	top := c.top.Load()
 	shares := top.ring.Shares()
 	st := Stats{

@@ -18,7 +18,8 @@ import (
 // PSubscribe and Conn on the returned client report an error wrapping
 // ErrNotSharded. Use c's own methods for those. The timeout applies to
 // commands on the shards' command connections; redshard's own reads (hot-key
-// shared reads, handoffs) keep the shards' options.
+// shared reads, handoffs) keep the shards' options. The returned client
+// keeps c reachable (see Client on unreachable clients).
 func (c *Client) WithTimeout(timeout time.Duration) *redis.Client {
 	c.timeoutsUsed.Store(true)
 	return newFront(timeoutRoute{c: c, timeout: timeout})
@@ -31,12 +32,12 @@ type timeoutKey struct{}
 // timeoutRoute is the hook of a WithTimeout client's front: it routes like
 // routeHook, with the timeout in the context.
 type timeoutRoute struct {
-	c       *Client
+	c       *Client // the handle, not its state: a WithTimeout client keeps its Client reachable
 	timeout time.Duration
 }
 
 func (h timeoutRoute) DialHook(next redis.DialHook) redis.DialHook {
-	return routeHook{h.c}.DialHook(next)
+	return routeHook{h.c.client}.DialHook(next)
 }
 
 func (h timeoutRoute) ProcessHook(redis.ProcessHook) redis.ProcessHook {

@@ -24,7 +24,7 @@ import (
 func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...string) error {
 	for {
 		if len(keys) == 0 && len(c.top.Load().shards) > 1 {
-			return c.Client.Watch(ctx, fn) // a Tx of the front client: its hooks are the router
+			return c.front.Watch(ctx, fn) // a Tx of the front client: its hooks are the router
 		}
 		if err := c.watch(ctx, fn, keys...); err != errReroute {
 			return err
@@ -32,7 +32,7 @@ func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...st
 	}
 }
 
-func (c *Client) watch(ctx context.Context, fn func(*redis.Tx) error, keys ...string) error {
+func (c *client) watch(ctx context.Context, fn func(*redis.Tx) error, keys ...string) error {
 	top, err := c.enter()
 	if err != nil {
 		return err
@@ -67,7 +67,7 @@ func (c *Client) watch(ctx context.Context, fn func(*redis.Tx) error, keys ...st
 // txGuard is added to the *redis.Tx of a Watch: it refuses commands whose
 // keys live on another shard than the transaction's.
 type txGuard struct {
-	c     *Client
+	c     *client
 	top   *topology
 	shard int
 	key   string // the key that chose the shard, for messages
@@ -170,5 +170,5 @@ func (c *Client) Conn() *redis.Conn {
 		conn.AddHook(netconn.CheckedHook{Set: &top.shards[0].conns})
 		return conn
 	}
-	return c.Client.Conn()
+	return c.front.Conn()
 }

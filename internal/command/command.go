@@ -101,6 +101,17 @@ const (
 	// before its '*'. Only a one-shard ring can run it correctly. Set by
 	// Lookup for the command at hand, never in the table.
 	OtherKeys
+	// PerServer: a keyless NotSharded command whose reply is the answer of
+	// whichever server runs it, and which reads nothing else and changes
+	// nothing: TIME and LASTSAVE. Alone on a ring of many shards it is
+	// refused like any NotSharded command; in a pipeline or transaction
+	// whose keyed commands all live on one shard, the client runs it on that
+	// shard, as a plain client runs it on the server that holds those keys.
+	// Commands that describe a server as a whole (INFO, ROLE, MEMORY STATS)
+	// do not qualify: their keyspace, memory or replication figures would be
+	// read as those of the whole data set. PING and ECHO need no flag: every
+	// shard answers them alike (Fanout, MergeSame).
+	PerServer
 )
 
 // String returns the flags joined by "|", e.g. "Write|Blocking", or "0".
@@ -112,7 +123,7 @@ func (f Flags) String() string {
 	for _, x := range [...]struct {
 		f    Flags
 		name string
-	}{{Write, "Write"}, {ReadOnly, "ReadOnly"}, {Blocking, "Blocking"}, {OtherKeys, "OtherKeys"}} {
+	}{{Write, "Write"}, {ReadOnly, "ReadOnly"}, {Blocking, "Blocking"}, {OtherKeys, "OtherKeys"}, {PerServer, "PerServer"}} {
 		if f&x.f != 0 {
 			parts = append(parts, x.name)
 			f &^= x.f

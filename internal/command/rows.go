@@ -5,6 +5,7 @@ import "strings"
 // Hints of NotSharded commands: what to use instead.
 const (
 	hintEachShard = "run it on each shard with Client.ForEachShard"
+	hintPerServer = "run it on each shard with Client.ForEachShard, or in a pipeline or transaction whose keys live on one shard, which then answers it"
 	hintOneShard  = "it describes one server: run it on a shard with Client.ForEachShard"
 	hintSelect    = "set ShardOptions.DB"
 	hintTx        = "use TxPipelined or Watch"

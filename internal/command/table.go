@@ -282,7 +282,7 @@ var rows = []*entry{
 	keyed("fcall", 0, numkeys(2)),
 	keyed("fcall_ro", ReadOnly, numkeys(2)),
 	fanout("function|delete", MergeAllOK, Write),
-	fanout("function|dump", MergeSame, 0),
+	fanout("function|dump", MergeSame, 0), // the client compares the shards' FUNCTION LIST WITHCODE, not the payloads
 	fanout("function|flush", MergeAllOK, Write),
 	fanout("function|help", MergeSame, 0),
 	fanout("function|kill", MergeKill, 0),
@@ -364,7 +364,7 @@ var rows = []*entry{
 	fanout("flushall", MergeAllOK, Write),
 	fanout("flushdb", MergeAllOK, Write),
 	notSharded("info", 0, hintEachShard),
-	notSharded("lastsave", 0, hintEachShard),
+	notSharded("lastsave", PerServer, hintPerServer),
 	notSharded("lolwut", ReadOnly, hintOneShard),
 	fanout("memory|purge", MergeAllOK, 0),
 	keyed("memory|usage", ReadOnly, key(2)),
@@ -379,7 +379,7 @@ var rows = []*entry{
 	notSharded("slaveof", 0, hintRepl),
 	fanout("swapdb", MergeAllOK, Write), // every shard swaps: the whole keyspace does
 	notSharded("sync", 0, hintRepl),
-	notSharded("time", 0, hintEachShard),
+	notSharded("time", PerServer, hintPerServer),
 	notSharded("wait", Blocking, hintEachShard),
 	notSharded("waitaof", Blocking, hintEachShard), // 7.2
 
