@@ -77,9 +77,6 @@ type hotShard struct {
 	b  *backend // the owner, whose close closes this
 	id int      // the shard's number in the local cache
 
-	// gen is bumped whenever the shard's cached replies are dropped; it is
-	// part of the name of a shared read, like the key generations.
-	gen   atomic.Uint64
 	state atomic.Int32 // an InvalidationState
 
 	pending atomic.Int64 // CLIENT ID of the newest invalidation connection
@@ -216,7 +213,6 @@ func (hs *hotShard) disconnected() {
 
 // drop makes every reply cached from the shard unreachable.
 func (hs *hotShard) drop() {
-	hs.gen.Add(1)
 	hs.h.cache.InvalidateShard(hs.id)
 	hs.lost.Add(1)
 	hs.h.stats.trackingLost.Add(1)
@@ -308,7 +304,6 @@ func (hs *hotShard) receive(ctx context.Context, ps *redis.PubSub) (wasLive bool
 // invalidated handles one key named by an invalidation message.
 func (hs *hotShard) invalidated(key string) {
 	hs.h.cache.InvalidateKey(key)
-	hs.h.gens[genIndex(key)].Add(1)
 	hs.invalidations.Add(1)
 	hs.h.stats.invalidations.Add(1)
 }
