@@ -121,6 +121,17 @@ const SplitCopyPrefix = "redshard:copy:"
 // or delete of a key, through any command, pipeline, transaction or Watch,
 // evicts the key's cached replies and deletes its split copies before it
 // returns.
+//
+// With LocalCache, reads never go backwards: once the client has returned a
+// reply of a read of a key (a command and its arguments), a read of the
+// same kind that starts afterwards never returns an older one, whichever
+// connection, pipeline or AutoPipeliner carried either, and whatever
+// connection the server closes. A reply read from a server hides the older
+// cached replies of its key before it is returned. Replies of different
+// commands on one key may disagree for as long as an invalidation takes to
+// arrive. A reading connection that the server closes (CLIENT KILL, its
+// idle timeout, client eviction) is noticed within about half a second and
+// drops the shard's cached replies. The argument is in docs/hot-reads.md.
 type HotKeyOptions struct {
 	// Mitigation chooses LocalCache or SplitCopies. Required.
 	Mitigation Mitigation
