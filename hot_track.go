@@ -95,7 +95,6 @@ type hotShard struct {
 	closed  bool
 	reader  *redis.Client
 	sub     *redis.Client
-	watch   *redis.Client      // one connection that checks the reader's (see watchReaders)
 	ps      *redis.PubSub      // the current subscription, for close
 	done    chan struct{}      // closed when the subscriber goroutine returns
 	stop    context.CancelFunc // ends watchReaders
@@ -147,7 +146,6 @@ func (hs *hotShard) tracking(ctx context.Context) InvalidationState {
 	switch {
 	case err == nil:
 		hs.sub = hs.newClient(true)
-		hs.watch = hs.h.c.dial(hs.b.shard, connHeartbeat, nil)
 		hs.done = make(chan struct{})
 		hs.watched = make(chan struct{})
 		wctx, stop := context.WithCancel(hs.h.c.flights.ctx)
@@ -210,8 +208,9 @@ func (hs *hotShard) watchReaders(ctx context.Context) {
 	}
 }
 
-// checkReaders asks the server, on the watch connection, which of the
-// reader's connections it still has (CLIENT LIST ID), and drops the
+// checkReaders asks the server, on the backend's heartbeat connection
+// (which no shard hook sees), which of the reader's connections it still
+// has (CLIENT LIST ID), and drops the
 // shard's cached replies if one is gone: the server closed it (CLIENT
 // KILL, its idle timeout, client eviction, a fleet's sever) and forgot
 // what it tracked, and go-redis would notice only when its pool hands the
@@ -232,7 +231,11 @@ func (hs *hotShard) checkReaders(ctx context.Context) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, trackingPing)
 	defer cancel()
-	list, err := hs.watch.Do(cctx, args...).Text()
+	cl := hs.b.heartbeatClient()
+	if cl == nil {
+		return // the backend is closing
+	}
+	list, err := cl.Do(cctx, args...).Text()
 	if err != nil {
 		return
 	}
@@ -407,15 +410,12 @@ func (hs *hotShard) invalidated(key string) {
 func (hs *hotShard) close() {
 	hs.mu.Lock()
 	hs.closed = true
-	ps, done, reader, sub, watch := hs.ps, hs.done, hs.reader, hs.sub, hs.watch
+	ps, done, reader, sub := hs.ps, hs.done, hs.reader, hs.sub
 	stop, watched := hs.stop, hs.watched
 	hs.mu.Unlock()
 	if stop != nil {
 		stop()
 		<-watched
-	}
-	if watch != nil {
-		_ = watch.Close()
 	}
 	if ps != nil {
 		_ = ps.Close() // ends a receive in progress at once
