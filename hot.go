@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/singleflight"
 
@@ -122,6 +121,17 @@ const SplitCopyPrefix = "redshard:copy:"
 // or delete of a key, through any command, pipeline, transaction or Watch,
 // evicts the key's cached replies and deletes its split copies before it
 // returns.
+//
+// With LocalCache, reads never go backwards: once the client has returned a
+// reply of a read of a key (a command and its arguments), a read of the
+// same kind that starts afterwards never returns an older one, whichever
+// connection, pipeline or AutoPipeliner carried either, and whatever
+// connection the server closes. A reply read from a server hides the older
+// cached replies of its key before it is returned. Replies of different
+// commands on one key may disagree for as long as an invalidation takes to
+// arrive. A reading connection that the server closes (CLIENT KILL, its
+// idle timeout, client eviction) is noticed within about half a second and
+// drops the shard's cached replies. The argument is in docs/hot-reads.md.
 type HotKeyOptions struct {
 	// Mitigation chooses LocalCache or SplitCopies. Required.
 	Mitigation Mitigation
@@ -160,8 +170,6 @@ const (
 	hotFetchTimeout = 5 * time.Second
 	// hotTopN is how many keys HotKeys and Stats report at most.
 	hotTopN = 20
-	// genStripes is the number of key generation counters (a power of two).
-	genStripes = 4096
 )
 
 // hotPath is the hot-key layer between routing and the shard clients: it
@@ -176,11 +184,6 @@ type hotPath struct {
 	instance string            // random tag naming this client's split copies
 
 	flights singleflight.Group // shared reads and copy fills, run by Client.flights
-
-	// gens are bumped by every invalidation of a key (hash-striped), and
-	// are part of the key of a shared read: a read that starts after a
-	// write never joins a flight that started before it.
-	gens [genStripes]atomic.Uint64
 
 	nextID  atomic.Int64 // hotShard ids, the cache's shard numbers
 	charges atomic.Int64 // hot-key work counted by charge (SplitCopies)
@@ -249,7 +252,9 @@ func (h *hotPath) process(ctx context.Context, top *topology, info command.Info,
 		h.det.Observe(command.Arg(args[k]))
 	}
 	if len(keys) != 1 || !hot {
-		return s.send(ctx, cmd, blocking)
+		err := s.send(ctx, cmd, blocking)
+		h.served(info, args, keys, err)
+		return err
 	}
 	switch h.opt.Mitigation {
 	case LocalCache:
@@ -261,7 +266,30 @@ func (h *hotPath) process(ctx context.Context, top *topology, info command.Info,
 			return h.splitRead(ctx, top, info, i, key, keys[0], cmd)
 		}
 	}
-	return s.send(ctx, cmd, blocking)
+	err := s.send(ctx, cmd, blocking)
+	h.served(info, args, keys, err)
+	return err
+}
+
+// metaReads are the read-only commands whose replies say nothing of a
+// key's value: the server answering them does not supersede cached replies.
+var metaReads = map[string]bool{
+	"ttl": true, "pttl": true, "expiretime": true, "pexpiretime": true, "object": true, "memory": true,
+}
+
+// served is told of a read the local cache did not answer, after its
+// reply arrived and before it is returned (err is its error): a reply
+// about the keys' values (not an error, not a metaRead) makes their cached
+// replies unreachable, since it may be newer than they are. It is what
+// keeps a cached reply from being returned after a newer reply of the key
+// that bypassed the cache (see docs/hot-reads.md).
+func (h *hotPath) served(info command.Info, args []interface{}, keys []int, err error) {
+	if h.cache == nil || (err != nil && err != redis.Nil) || metaReads[info.Name] {
+		return
+	}
+	for _, k := range keys {
+		h.cache.Supersede(command.Arg(args[k]))
+	}
 }
 
 // written is told about every write that went through a path other than
@@ -307,7 +335,6 @@ func (h *hotPath) invalidate(args []interface{}, keys []int) {
 		key := command.Arg(args[k])
 		if h.cache != nil {
 			h.cache.InvalidateKey(key)
-			h.gens[genIndex(key)].Add(1)
 		}
 		if h.split != nil {
 			h.split.written(h, key)
@@ -320,16 +347,11 @@ func (h *hotPath) invalidate(args []interface{}, keys []int) {
 func (h *hotPath) invalidateAll() {
 	if h.cache != nil {
 		h.cache.Clear()
-		for i := range h.gens {
-			h.gens[i].Add(1)
-		}
 	}
 	if h.split != nil {
 		h.split.forgetAll()
 	}
 }
-
-func genIndex(key string) uint64 { return xxhash.Sum64String(key) & (genStripes - 1) }
 
 // flight runs fn once for all callers asking with the same key at the same
 // time (see flights.do), bounded by hotFetchTimeout and by Close.

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard/internal/command"
+	"github.com/redshard/redshard/localcache"
 )
 
 // cacheable lists the read-only one-key commands whose replies depend only
@@ -171,25 +172,25 @@ func (h *hotPath) cachedRead(ctx context.Context, top *topology, s *shard, key, 
 // missedRead is cachedRead after the cache missed.
 func (h *hotPath) missedRead(ctx context.Context, top *topology, s *shard, hs *hotShard, key, sub string, cmd redis.Cmder) error {
 	h.stats.misses.Add(1)
-	// The flight's name carries every generation that a write or a lost
-	// tracking connection bumps, so a read that starts after one never
-	// shares a read that started before it.
-	fk := make([]byte, 0, 64+len(sub)+len(key))
+	// The ticket is taken before anything is sent, and the flight's name
+	// carries its generations, which every invalidation, write, lost
+	// tracking connection and reply returned from the shard bumps: a read
+	// that starts after one of those never shares a read sent before it.
+	t := h.cache.FillTicket(hs.id, key, sub)
+	fk := make([]byte, 0, 80+len(sub)+len(key))
 	fk = append(fk, 'r')
 	fk = strconv.AppendUint(fk, top.epoch, 10)
 	fk = append(fk, '/')
 	fk = strconv.AppendInt(fk, int64(hs.id), 10)
 	fk = append(fk, '/')
-	fk = strconv.AppendUint(fk, hs.gen.Load(), 10)
-	fk = append(fk, '/')
-	fk = strconv.AppendUint(fk, h.gens[genIndex(key)].Load(), 10)
+	fk = t.AppendStamp(fk)
 	fk = append(fk, '/')
 	fk = binary.AppendUvarint(fk, uint64(len(key)))
 	fk = append(fk, key...)
 	fk = append(fk, sub...)
 	clone := cmd.Clone() // the flight must not touch a command its caller may abandon
 	v, err := h.flight(ctx, string(fk), func(fctx context.Context) (any, error) {
-		return h.fetch(fctx, s, hs, key, sub, clone), nil
+		return h.fetch(fctx, s, hs, t, key, sub, clone), nil
 	})
 	if err != nil {
 		cmd.SetErr(err)
@@ -219,11 +220,12 @@ func (h *hotPath) lookup(hs *hotShard, key, sub string) (*reply, bool) {
 	return v.(*reply), true
 }
 
-// fetch reads a hot key's reply from its shard for a flight and caches it
-// when it is safe to: the ticket is taken before the read, so a write or an
-// invalidation during the read keeps the reply out of the cache.
-func (h *hotPath) fetch(ctx context.Context, s *shard, hs *hotShard, key, sub string, cmd redis.Cmder) *reply {
-	t := h.cache.Ticket(hs.id, key)
+// fetch reads a hot key's reply from its shard for a flight whose ticket
+// is t, taken before the read, and caches it when it is safe to. Either
+// way, a reply it returns has made every reply of the key cached before it
+// unreachable (Fill, Supersede), so that reads never go backwards: see
+// docs/hot-reads.md.
+func (h *hotPath) fetch(ctx context.Context, s *shard, hs *hotShard, t localcache.Ticket, key, sub string, cmd redis.Cmder) *reply {
 	// A flight that ended just before this one started may have cached the
 	// reply (it waits until the cache shows it before ending).
 	if v, ok := h.cache.Get(hs.id, key, sub); ok {
@@ -251,14 +253,19 @@ func (h *hotPath) fetch(ctx context.Context, s *shard, hs *hotShard, key, sub st
 		_ = s.client.Process(ctx, cmd)
 	}
 	r := replyOf(cmd)
+	if !r.cacheable() {
+		return r // an error: no value of the key goes back to the caller
+	}
 	// With tracking, keep the reply only if the connection that receives
 	// its invalidation is still the one the read was tracked against.
-	if store && r.cacheable() && (id == 0 || hs.live.Load() == id) {
-		if h.cache.SetWithTicket(t, sub, r, sizeOf(r.val), h.opt.MaxStaleness) {
+	if store && (id == 0 || hs.live.Load() == id) {
+		if h.cache.Fill(t, r, sizeOf(r.val), h.opt.MaxStaleness) {
 			// Make the entry visible before the flight ends, so a caller
 			// that misses from now on finds it rather than reading again.
 			h.cache.Wait()
 		}
+	} else {
+		h.cache.Supersede(key)
 	}
 	return r
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,15 +73,14 @@ const (
 // connection's SUBSCRIBE is confirmed. Whenever the connection is lost or
 // replaced, live goes back to 0 and the shard's cached replies are dropped,
 // since invalidations may have been missed; the same happens when one of
-// reader's connections closes, as the server forgets what it tracked for it.
+// reader's connections closes, as the server forgets what it tracked for it:
+// a close by the client is reported by the connection's wrapper, a close by
+// the server is found by watchReaders within about trackingPing.
 type hotShard struct {
 	h  *hotPath
 	b  *backend // the owner, whose close closes this
 	id int      // the shard's number in the local cache
 
-	// gen is bumped whenever the shard's cached replies are dropped; it is
-	// part of the name of a shared read, like the key generations.
-	gen   atomic.Uint64
 	state atomic.Int32 // an InvalidationState
 
 	pending atomic.Int64 // CLIENT ID of the newest invalidation connection
@@ -90,12 +91,17 @@ type hotShard struct {
 
 	load atomic.Int64 // recent hot-key work sent to the shard (Split; see choose)
 
-	mu     sync.Mutex // guards the fields below and serialises the probe
-	closed bool
-	reader *redis.Client
-	sub    *redis.Client
-	ps     *redis.PubSub // the current subscription, for close
-	done   chan struct{} // closed when the subscriber goroutine returns
+	mu      sync.Mutex // guards the fields below and serialises the probe
+	closed  bool
+	reader  *redis.Client
+	sub     *redis.Client
+	ps      *redis.PubSub      // the current subscription, for close
+	done    chan struct{}      // closed when the subscriber goroutine returns
+	stop    context.CancelFunc // ends watchReaders
+	watched chan struct{}      // closed when watchReaders returns
+
+	idsMu sync.Mutex         // guards ids
+	ids   map[int64]struct{} // CLIENT IDs of the reader's connections, as they connected
 }
 
 // newShardState builds the hot-key state of backend b. Only b.hotState
@@ -141,8 +147,12 @@ func (hs *hotShard) tracking(ctx context.Context) InvalidationState {
 	case err == nil:
 		hs.sub = hs.newClient(true)
 		hs.done = make(chan struct{})
+		hs.watched = make(chan struct{})
+		wctx, stop := context.WithCancel(hs.h.c.flights.ctx)
+		hs.stop = stop
 		hs.state.Store(int32(InvalidationTracking))
 		go hs.subscribe(hs.h.c.flights.ctx)
+		go hs.watchReaders(wctx)
 	case isRedisError(err):
 		hs.state.Store(int32(InvalidationStalenessOnly))
 		_ = hs.reader.Close() // reads go to the shard's own client
@@ -165,9 +175,93 @@ func (hs *hotShard) newClient(subscriber bool) *redis.Client {
 			return nil
 		})
 	}
-	cl := hs.h.c.dial(hs.b.shard, connReader, nil)
+	cl := hs.h.c.dial(hs.b.shard, connReader, func(ctx context.Context, cn *redis.Conn) error {
+		id, err := cn.ClientID(ctx).Result()
+		if err != nil {
+			return fmt.Errorf("redshard: CLIENT ID of a hot-key reader connection: %w", err)
+		}
+		hs.idsMu.Lock()
+		if hs.ids == nil {
+			hs.ids = make(map[int64]struct{})
+		}
+		hs.ids[id] = struct{}{}
+		hs.idsMu.Unlock()
+		return nil
+	})
 	cl.AddHook(netconn.CloseHook{OnClose: hs.readerClosed})
 	return cl
+}
+
+// watchReaders checks, every trackingPing until ctx ends, that the server
+// still has every connection of the reader (checkReaders).
+func (hs *hotShard) watchReaders(ctx context.Context) {
+	defer close(hs.watched)
+	t := time.NewTicker(trackingPing)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		hs.checkReaders(ctx)
+	}
+}
+
+// checkReaders asks the server, on the backend's heartbeat connection
+// (which no shard hook sees), which of the reader's connections it still
+// has (CLIENT LIST ID), and drops the
+// shard's cached replies if one is gone: the server closed it (CLIENT
+// KILL, its idle timeout, client eviction, a fleet's sever) and forgot
+// what it tracked, and go-redis would notice only when its pool hands the
+// connection out again, which a cache hit never makes it do. A check that
+// fails (its own connection killed, say) decides nothing and the next one
+// runs a trackingPing later; a server that refuses CLIENT LIST ID leaves
+// MaxStaleness as the only bound.
+func (hs *hotShard) checkReaders(ctx context.Context) {
+	hs.idsMu.Lock()
+	args := make([]interface{}, 3, 3+len(hs.ids))
+	args[0], args[1], args[2] = "client", "list", "id"
+	for id := range hs.ids {
+		args = append(args, id)
+	}
+	hs.idsMu.Unlock()
+	if len(args) == 3 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, trackingPing)
+	defer cancel()
+	cl := hs.b.heartbeatClient()
+	if cl == nil {
+		return // the backend is closing
+	}
+	list, err := cl.Do(cctx, args...).Text()
+	if err != nil {
+		return
+	}
+	alive := make(map[int64]bool, len(args)-3)
+	for _, line := range strings.Split(list, "\n") {
+		if f, ok := strings.CutPrefix(line, "id="); ok {
+			if sp := strings.IndexByte(f, ' '); sp >= 0 {
+				f = f[:sp]
+			}
+			if id, err := strconv.ParseInt(f, 10, 64); err == nil {
+				alive[id] = true
+			}
+		}
+	}
+	gone := false
+	hs.idsMu.Lock()
+	for _, a := range args[3:] {
+		if id := a.(int64); !alive[id] {
+			delete(hs.ids, id)
+			gone = true
+		}
+	}
+	hs.idsMu.Unlock()
+	if gone {
+		hs.readerClosed()
+	}
 }
 
 // addHook adds a shard hook to the client that sends tracked reads, if it
@@ -216,7 +310,6 @@ func (hs *hotShard) disconnected() {
 
 // drop makes every reply cached from the shard unreachable.
 func (hs *hotShard) drop() {
-	hs.gen.Add(1)
 	hs.h.cache.InvalidateShard(hs.id)
 	hs.lost.Add(1)
 	hs.h.stats.trackingLost.Add(1)
@@ -308,7 +401,6 @@ func (hs *hotShard) receive(ctx context.Context, ps *redis.PubSub) (wasLive bool
 // invalidated handles one key named by an invalidation message.
 func (hs *hotShard) invalidated(key string) {
 	hs.h.cache.InvalidateKey(key)
-	hs.h.gens[genIndex(key)].Add(1)
 	hs.invalidations.Add(1)
 	hs.h.stats.invalidations.Add(1)
 }
@@ -319,7 +411,12 @@ func (hs *hotShard) close() {
 	hs.mu.Lock()
 	hs.closed = true
 	ps, done, reader, sub := hs.ps, hs.done, hs.reader, hs.sub
+	stop, watched := hs.stop, hs.watched
 	hs.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-watched
+	}
 	if ps != nil {
 		_ = ps.Close() // ends a receive in progress at once
 	}

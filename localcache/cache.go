@@ -117,7 +117,7 @@ func (c *Cache) Get(shard int, key, cmd string) (val any, ok bool) {
 	// The front index first: no lock, no write but the counter.
 	if e := c.front.slot(h).Load(); e != nil && !c.shut.Load() &&
 		e.shard == shard && e.key == key && e.cmd == cmd &&
-		e.stamp == c.gens.current(kh, shard) && c.elapsed() < e.expires {
+		e.stamp == c.gens.current(kh, h, shard) && c.elapsed() < e.expires {
 		st.hits.Add(1)
 		return e.val, true
 	}
@@ -130,7 +130,7 @@ func (c *Cache) Get(shard int, key, cmd string) (val any, ok bool) {
 	c.guard.leave(g)
 	switch {
 	case !found || e.shard != shard || e.key != key || e.cmd != cmd:
-	case e.stamp != c.gens.current(kh, shard):
+	case e.stamp != c.gens.current(kh, h, shard):
 		st.invalidated.Add(1)
 	case c.elapsed() >= e.expires:
 		st.expired.Add(1)
@@ -161,7 +161,22 @@ func (c *Cache) Ticket(shard int, key string) Ticket {
 		return Ticket{}
 	}
 	kh := xxhash.Sum64String(key)
-	return Ticket{cache: c, shard: shard, key: key, kh: kh, stamp: c.gens.current(kh, shard)}
+	st := c.gens.current(kh, 0, shard)
+	st.fill = 0 // SetWithTicket reads the fill counter when it stores
+	return Ticket{cache: c, shard: shard, key: key, kh: kh, stamp: st}
+}
+
+// FillTicket returns the current invalidation state of the reply of cmd
+// on key from shard, for Fill. Take it before sending the read to the
+// shard.
+func (c *Cache) FillTicket(shard int, key, cmd string) Ticket {
+	if c == nil {
+		return Ticket{}
+	}
+	kh := xxhash.Sum64String(key)
+	h := refHash(kh, shard, cmd)
+	return Ticket{cache: c, shard: shard, key: key, kh: kh, cmd: cmd, h: h, fill: true,
+		stamp: c.gens.current(kh, h, shard)}
 }
 
 // Set caches val, the reply of cmd on key read from shard, as
@@ -203,10 +218,80 @@ func (c *Cache) SetWithTicket(t Ticket, cmd string, val any, size int64, ttl tim
 		st.dropped.Add(1)
 		return false
 	}
-	if t.stamp != c.gens.current(t.kh, t.shard) {
+	h := refHash(t.kh, t.shard, cmd)
+	now := c.gens.current(t.kh, h, t.shard)
+	switch {
+	case t.fill && (t.cmd != cmd || t.stamp != now),
+		!t.fill && (t.stamp.key != now.key || t.stamp.shard != now.shard || t.stamp.all != now.all):
 		st.outdated.Add(1)
 		return false
 	}
+	t.stamp.fill = now.fill
+	return c.store(t, h, cmd, val, cost, ttl, r, st)
+}
+
+// Fill is how a reply read from a server under t, a FillTicket, is cached
+// when it is also returned to a caller: it moves the fill counter of t's
+// (shard, key, sub-key) on, so that every reply of that sub-key cached
+// before, or read under a ticket taken before, becomes unreachable, and
+// caches val in their place.
+//
+// If an invalidation of the key, the shard or the cache, a Supersede of
+// the key, or another Fill of the sub-key (or of one sharing its stripe)
+// happened since t was taken, Fill caches nothing (the reply may be older
+// than one already cached or returned) and returns false, but it still
+// moves the fill counter on: the reply about to be returned may be newer
+// than the cached one. Otherwise it returns what SetWithTicket would: true
+// when ristretto accepted the entry into its set buffer.
+//
+// Fill is what keeps a client's reads from going backwards: see the
+// package documentation, "Monotonic reads".
+func (c *Cache) Fill(t Ticket, val any, size int64, ttl time.Duration) bool {
+	if c == nil {
+		return false
+	}
+	r := rand.Uint32()
+	st := c.stats.stripe(r)
+	if t.cache != c || !t.fill {
+		st.dropped.Add(1)
+		return false
+	}
+	ctr := c.gens.fill(t.h)
+	if !ctr.CompareAndSwap(t.stamp.fill, t.stamp.fill+1) {
+		ctr.Add(1)
+		st.outdated.Add(1)
+		return false
+	}
+	t.stamp.fill++
+	cost := size + int64(len(t.key)) + int64(len(t.cmd)) + EntryOverhead
+	if size < 0 || ttl <= 0 || cost > c.maxBytes {
+		st.dropped.Add(1)
+		return false
+	}
+	if t.stamp != c.gens.current(t.kh, t.h, t.shard) {
+		// The key, the shard or the cache was invalidated (or, since the
+		// swap, the sub-key filled again): hide what may be cached.
+		ctr.Add(1)
+		st.outdated.Add(1)
+		return false
+	}
+	return c.store(t, t.h, t.cmd, val, cost, ttl, r, st)
+}
+
+// Supersede makes every cached reply of key unreachable, as InvalidateKey
+// does, because a reply of key newer than they may be was read from a
+// server outside the cache and is about to be returned (a read the cache
+// did not answer). Call it after the reply arrived and before returning it.
+// It is not counted as an invalidation.
+func (c *Cache) Supersede(key string) {
+	if c == nil {
+		return
+	}
+	c.gens.keys[c.gens.keyIndex(xxhash.Sum64String(key))].Add(1)
+}
+
+// store hands e to ristretto once its ticket has been checked.
+func (c *Cache) store(t Ticket, h uint64, cmd string, val any, cost int64, ttl time.Duration, r uint32, st *counterStripe) bool {
 	e := &entry{shard: t.shard, key: t.key, cmd: cmd, val: val, stamp: t.stamp, cost: cost,
 		expires: c.elapsed() + int64(ttl), seq: c.seq.Add(1)}
 	if c.beforeStore != nil {
@@ -217,7 +302,6 @@ func (c *Cache) SetWithTicket(t Ticket, cmd string, val any, size int64, ttl tim
 		st.dropped.Add(1)
 		return false
 	}
-	h := refHash(t.kh, t.shard, cmd)
 	ok := c.rc.SetWithTTL(h, e, cost, ttl)
 	c.guard.leave(g)
 	if !ok {

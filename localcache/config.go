@@ -20,7 +20,8 @@ const (
 	DefaultBufferItems = 64
 
 	// DefaultKeyStripes is the default number of key generation counters
-	// (8 bytes each, 512 KiB in all). InvalidateKey bumps one of them, which
+	// (8 bytes each, 512 KiB in all; as many fill counters, see Fill, take
+	// as much again). InvalidateKey bumps one of them, which
 	// also drops the cached replies of the other keys sharing it: with 2^16
 	// of them and 10k invalidations per second, a cached key is dropped
 	// needlessly about once every 6.5 seconds, a negligible cost for keys hot
@@ -65,7 +66,8 @@ type Config struct {
 	BufferItems int64
 
 	// KeyStripes is the number of key generation counters InvalidateKey
-	// uses; it is rounded up to a power of two. More stripes mean fewer
+	// uses, and of fill counters Fill uses; it is rounded up to a power of
+	// two. More stripes mean fewer
 	// replies of other keys dropped by an invalidation. Must be in
 	// [0, MaxKeyStripes]. Default DefaultKeyStripes (65536).
 	KeyStripes int

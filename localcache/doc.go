@@ -21,12 +21,13 @@
 // applied after a Del that followed it. Instead of deleting, the cache keeps
 // generation counters: one per key stripe (a hash of the key selects one of
 // Config.KeyStripes), one per shard (modulo ShardStripes) and one for the
-// whole cache. InvalidateKey, InvalidateShard and Clear each bump one
-// counter. Every entry carries the three counters as they were when its
-// Ticket was taken, and Get returns it only if they are unchanged. So an
+// whole cache, and a fill counter per reply stripe (see "Monotonic reads").
+// InvalidateKey, InvalidateShard and Clear each bump one counter. Every
+// entry carries the counters as they were when its Ticket was taken, and
+// Get returns it only if they are unchanged. So an
 // invalidation hides every reply of the key at once, whatever ristretto
 // still has buffered, in one atomic add and with no per-key index: the
-// cache's own memory is fixed (KeyStripes×8 bytes + about 12 KiB),
+// cache's own memory is fixed (KeyStripes×16 bytes + about 12 KiB),
 // whatever the number of keys. Hidden entries keep their budget until their TTL,
 // eviction, or an overwrite by a fresh reply for the same (shard, key,
 // sub-key), which ristretto applies at once. A key stripe shared by two keys
@@ -44,6 +45,24 @@
 // check but before ristretto applies the entry, the entry's generations
 // are already outdated and Get never returns it. Set takes the ticket at
 // call time and is only for values known to be current.
+//
+// # Monotonic reads
+//
+// A client that returns a reply read from a server while the cache holds
+// an older reply of the same key would read backwards at its next hit:
+// the older reply's invalidation may still be on its way. Fill and
+// Supersede prevent it. Besides the key, shard and cache counters, each
+// reply stripe (a hash of shard, key and sub-key) has a fill counter.
+// Fill caches a reply read under a FillTicket by a compare-and-swap of
+// that counter from the ticket's value to the next: any reply of the
+// sub-key stored before is hidden, and if anything happened since the
+// ticket (an invalidation, a Supersede, another fill of the sub-key), Fill
+// caches nothing but still moves the counter on. Supersede bumps the key
+// counter, hiding every sub-key, for a reply read outside the cache. A
+// caller that calls one of them after every reply it reads from a server,
+// before returning it, gets: a reply of a sub-key that Get returns was
+// read after every reply of that sub-key returned before the Get started.
+// The argument is in the redshard repository's docs/hot-reads.md.
 //
 // # What a client can rely on
 //
