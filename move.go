@@ -2,7 +2,6 @@ package redshard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -264,9 +263,4 @@ func runScript(ctx context.Context, cl *redis.Client, script *redis.Script, n in
 
 func isNoScript(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
-}
-
-func isRedisError(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr)
 }
