@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/redshard/redshard/internal/command"
+	"github.com/redshard/redshard/internal/keymove"
 	"github.com/redshard/redshard/ring"
 )
 
@@ -334,9 +335,9 @@ func (c *Client) moveOne(ctx context.Context, h *handoff, from, to *shard, key s
 		if from.down.Load() {
 			return nil, c.settleWithoutPrevious(mctx, h, from, to, key)
 		}
-		res, err := moveKeys(mctx, from.client, []string{key}, h.settled, func(string) *redis.Client { return to.client })
+		res, err := keymove.Move(mctx, from.client, []string{key}, h.settled, internalIndex, func(string) *redis.Client { return to.client })
 		if err == nil {
-			err = res[0].err
+			err = res[0].Err
 		}
 		if err != nil {
 			c.stats.handoffErrors.Add(1)
@@ -345,7 +346,7 @@ func (c *Client) moveOne(ctx context.Context, h *handoff, from, to *shard, key s
 			}
 			return nil, fmt.Errorf("redshard: moving key %q from its previous owner %s to %s: %w", key, from.Shard, to.Shard, err)
 		}
-		if res[0].moved {
+		if res[0].Moved {
 			c.stats.handoffMoved.Add(1)
 		}
 		h.markDone(key)
@@ -362,7 +363,7 @@ func (c *Client) settleWithoutPrevious(ctx context.Context, h *handoff, from, to
 	if c.top.Load().gutterTTL <= 0 {
 		return fmt.Errorf("redshard: key %q is still on its previous owner: %w", key, from.downError())
 	}
-	if err := settleAbsentScript.Run(ctx, to.client, []string{key, h.settled, internalIndex}, settledTTL.Milliseconds()).Err(); err != nil {
+	if err := keymove.SettleAbsent(ctx, to.client, key, h.settled, internalIndex); err != nil {
 		return fmt.Errorf("redshard: settling key %q on %s: %w", key, to.Shard, err)
 	}
 	h.markDone(key)
