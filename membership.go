@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/redshard/redshard/internal/command"
+	"github.com/redshard/redshard/internal/flight"
 	"github.com/redshard/redshard/internal/keymove"
 	"github.com/redshard/redshard/ring"
 )
@@ -75,7 +76,7 @@ type handoff struct {
 	// movers counts the moves running in this process; Rebalance waits for
 	// them before it deletes the settled sets. flush (FLUSHDB, FLUSHALL)
 	// excludes them.
-	movers tracker
+	movers flight.Tracker
 	flush  sync.RWMutex
 
 	// done holds the keys settled in this process (moved, found absent on
@@ -118,7 +119,7 @@ func (h *handoff) markDone(key string) {
 
 // enterMove registers a move; false once the change is over.
 func (h *handoff) enterMove() bool {
-	if !h.movers.enter() {
+	if !h.movers.Enter() {
 		return false
 	}
 	h.flush.RLock()
@@ -127,11 +128,11 @@ func (h *handoff) enterMove() bool {
 
 func (h *handoff) leaveMove() {
 	h.flush.RUnlock()
-	h.movers.leave()
+	h.movers.Leave()
 }
 
 // closeMoves stops new moves and waits for the running ones.
-func (h *handoff) closeMoves() { h.movers.close() }
+func (h *handoff) closeMoves() { h.movers.Close() }
 
 // changeID names the change from old to next in a way every process that
 // makes the same change computes alike: a hash of both shard lists.

@@ -97,17 +97,7 @@ func (p pubsubHost) RESP3() bool {
 }
 
 // Go runs fn as one of the calls Close cancels (flights.ctx) and waits for.
-func (p pubsubHost) Go(fn func()) bool {
-	running := &p.c.flights.running
-	if !running.enter() {
-		return false
-	}
-	go func() {
-		defer running.leave()
-		fn()
-	}()
-	return true
-}
+func (p pubsubHost) Go(fn func()) bool { return p.c.flights.r.Go(fn) }
 
 // pubsubRing places subscriptions on a topology: a channel on its owner,
 // a pattern on every shard, and during a change on the other ring too,
