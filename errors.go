@@ -3,6 +3,8 @@ package redshard
 import (
 	"errors"
 	"fmt"
+
+	"github.com/redshard/redshard/internal/rediserr"
 )
 
 // Every sentinel error of the package is declared here. Errors returned by
@@ -159,3 +161,7 @@ func (e *shardRedisError) Unwrap() error { return e.err }
 
 // RedisError marks the error as a server's (redis.Error).
 func (e *shardRedisError) RedisError() {}
+
+// isRedisError reports whether err is a server's error reply rather than a
+// failure of the connection (see internal/rediserr).
+func isRedisError(err error) bool { return rediserr.Is(err) }

@@ -16,6 +16,8 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/redshard/redshard/internal/command"
+	"github.com/redshard/redshard/internal/flight"
+	"github.com/redshard/redshard/internal/keymove"
 	"github.com/redshard/redshard/ring"
 )
 
@@ -74,7 +76,7 @@ type handoff struct {
 	// movers counts the moves running in this process; Rebalance waits for
 	// them before it deletes the settled sets. flush (FLUSHDB, FLUSHALL)
 	// excludes them.
-	movers tracker
+	movers flight.Tracker
 	flush  sync.RWMutex
 
 	// done holds the keys settled in this process (moved, found absent on
@@ -117,7 +119,7 @@ func (h *handoff) markDone(key string) {
 
 // enterMove registers a move; false once the change is over.
 func (h *handoff) enterMove() bool {
-	if !h.movers.enter() {
+	if !h.movers.Enter() {
 		return false
 	}
 	h.flush.RLock()
@@ -126,11 +128,11 @@ func (h *handoff) enterMove() bool {
 
 func (h *handoff) leaveMove() {
 	h.flush.RUnlock()
-	h.movers.leave()
+	h.movers.Leave()
 }
 
 // closeMoves stops new moves and waits for the running ones.
-func (h *handoff) closeMoves() { h.movers.close() }
+func (h *handoff) closeMoves() { h.movers.Close() }
 
 // changeID names the change from old to next in a way every process that
 // makes the same change computes alike: a hash of both shard lists.
@@ -374,9 +376,9 @@ func (c *client) moveOne(ctx context.Context, h *handoff, from, to *shard, key s
 		if from.down.Load() {
 			return nil, c.settleWithoutPrevious(mctx, h, from, to, key)
 		}
-		res, err := moveKeys(mctx, from.client, []string{key}, h.settled, func(string) *redis.Client { return to.client })
+		res, err := keymove.Move(mctx, from.client, []string{key}, h.settled, internalIndex, func(string) *redis.Client { return to.client })
 		if err == nil {
-			err = res[0].err
+			err = res[0].Err
 		}
 		if err != nil {
 			c.stats.handoffErrors.Add(1)
@@ -385,7 +387,7 @@ func (c *client) moveOne(ctx context.Context, h *handoff, from, to *shard, key s
 			}
 			return nil, fmt.Errorf("redshard: moving key %q from its previous owner %s to %s: %w", key, from.Shard, to.Shard, err)
 		}
-		if res[0].moved {
+		if res[0].Moved {
 			c.stats.handoffMoved.Add(1)
 		}
 		h.markDone(key)
@@ -402,7 +404,7 @@ func (c *client) settleWithoutPrevious(ctx context.Context, h *handoff, from, to
 	if c.top.Load().gutterTTL <= 0 {
 		return fmt.Errorf("redshard: key %q is still on its previous owner: %w", key, from.downError())
 	}
-	if err := settleAbsentScript.Run(ctx, to.client, []string{key, h.settled, internalIndex}, settledTTL.Milliseconds()).Err(); err != nil {
+	if err := keymove.SettleAbsent(ctx, to.client, key, h.settled, internalIndex); err != nil {
 		return fmt.Errorf("redshard: settling key %q on %s: %w", key, to.Shard, err)
 	}
 	h.markDone(key)

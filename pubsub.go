@@ -2,26 +2,24 @@ package redshard
 
 import (
 	"context"
-	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/redshard/redshard/internal/pubsub"
 )
 
 // Pub/Sub across shards.
 //
 // PUBLISH and SPUBLISH go to the shard that owns the channel name, so a
 // subscriber must listen there, and a pattern can match channels of every
-// shard. A *redis.PubSub reads one connection, so Subscribe and its
-// siblings return a PubSub of a private front client whose dialer returns a
-// local multiplexer (mux, pubsub_mux.go) instead of a socket: it speaks
-// RESP2 to the PubSub, subscribes each channel on its owner's shard and
-// each pattern on every shard through one go-redis PubSub per shard
-// (pubsub_link.go, RESP2 or RESP3 as the shard is configured), and merges
-// what they receive. Everything a PubSub does (Subscribe, Unsubscribe,
-// Channel, Receive, Ping, its reconnects) works unchanged on top of it.
+// shard. Subscribe and its siblings return a PubSub of internal/pubsub's
+// front client, whose connections are multiplexers over one go-redis
+// PubSub per shard (see that package's doc). This file is its Host: the
+// current ring as a placement (pubsubRing), each shard's command client
+// (pubsubShard), the Client's life and the probe times.
 
 // Subscribe subscribes to channels, wherever they live, and returns a
 // go-redis PubSub: its later Subscribe, PSubscribe, SSubscribe and
@@ -59,132 +57,119 @@ func (c *Client) SSubscribe(ctx context.Context, channels ...string) *redis.PubS
 	return c.pubsubFront().SSubscribe(ctx, channels...)
 }
 
-// pubsubHub is a Client's Pub/Sub state: the front client the PubSubs come
-// from, the live multiplexers, and the goroutine that moves their
-// subscriptions when the ring changes and closes them when the Client
-// closes. Its zero value is ready; it is safe for concurrent use.
+// pubsubHub is a Client's Pub/Sub state: the hub made on first use. Its
+// zero value is ready; it is safe for concurrent use.
 type pubsubHub struct {
-	once  sync.Once
-	front *redis.Client // set by once
-
-	mu    sync.Mutex        // guards muxes
-	muxes map[*mux]struct{} // open multiplexers
+	once sync.Once
+	hub  atomic.Pointer[pubsub.Hub] // set by once; read by followPubSub without it
 }
 
-// ringPoll is how often the hub looks for a new ring (SetShards, the end
-// of a change). Reading an atomic pointer costs nothing; the interval
-// bounds how long after SetShards a moved channel's subscription follows.
-const ringPoll = 20 * time.Millisecond
-
 // pubsubFront returns the front client of the Client's PubSubs, creating
-// it and the hub's goroutine on first use. After Close it is closed, so
+// the hub and its goroutine on first use. After Close it is closed, so
 // its PubSubs report redis.ErrClosed.
 func (c *client) pubsubFront() *redis.Client {
 	h := &c.pubsub
-	h.once.Do(func() {
-		h.muxes = map[*mux]struct{}{}
-		h.front = redis.NewClient(&redis.Options{
-			Addr:            "redshard-pubsub:0", // never resolved: the dialer makes a mux
-			Protocol:        2,
-			DisableIdentity: true,
-			MaxRetries:      -1,
-			PoolSize:        1,
-			ReadTimeout:     -1,
-			WriteTimeout:    -1, // a mux never blocks a write
-			MaintNotificationsConfig: &maintnotifications.Config{
-				Mode: maintnotifications.ModeDisabled,
-			},
-			Dialer: func(context.Context, string, string) (net.Conn, error) { return c.newMux() },
-		})
-		if !c.flights.running.enter() { // closed already
-			_ = h.front.Close()
-			return
-		}
-		go c.followRing()
-	})
-	return h.front
-}
-
-// followRing reroutes every mux's subscriptions when the ring changes, and
-// closes the front client and the muxes when the Client closes.
-func (c *client) followRing() {
-	defer c.flights.running.leave()
-	h := &c.pubsub
-	last := c.top.Load()
-	tick := time.NewTicker(ringPoll)
-	defer tick.Stop()
-	for {
-		select {
-		case <-c.flights.ctx.Done():
-			_ = h.front.Close() // closes the muxes it holds; their contexts are done already
-			return
-		case <-tick.C:
-		}
-		top := c.top.Load()
-		if top == last {
-			continue
-		}
-		last = top
-		h.mu.Lock()
-		all := make([]*mux, 0, len(h.muxes))
-		for m := range h.muxes {
-			all = append(all, m)
-		}
-		h.mu.Unlock()
-		for _, m := range all {
-			m.reroute()
-		}
-	}
+	h.once.Do(func() { h.hub.Store(pubsub.NewHub(pubsubHost{c})) })
+	return h.hub.Load().Front()
 }
 
 // followPubSub places every open PubSub's subscriptions on the current
-// ring now, rather than at the hub's next poll, and waits until each shard
-// that gained subscriptions has confirmed them, or has failed (its
-// PubSub's Receive said so), or ctx ends, or subscribeWait passes; a shard
-// still unconfirmed then is reported on the Receive of the PubSubs
-// concerned. SetShards and a fleet's phase call it before returning (or
-// acknowledging), so that a message published on the new ring after they
-// have reaches the subscribers.
+// ring now, rather than at the hub's next poll, and waits (bounded by ctx)
+// until each shard that gained subscriptions has confirmed them or failed
+// (pubsub.Hub.Follow). SetShards and a fleet's phase call it before
+// returning (or acknowledging), so that a message published on the new
+// ring after they have reaches the subscribers.
 func (c *client) followPubSub(ctx context.Context) {
-	h := &c.pubsub
-	h.mu.Lock()
-	all := make([]*mux, 0, len(h.muxes))
-	for m := range h.muxes {
-		all = append(all, m)
-	}
-	h.mu.Unlock()
-	if len(all) == 0 {
-		return
-	}
-	for _, m := range all {
-		m.reroute()
-	}
-	deadline := time.Now().Add(subscribeWait)
-	for _, m := range all {
-		m.awaitMoved(ctx, deadline)
+	if h := c.pubsub.hub.Load(); h != nil {
+		h.Follow(ctx)
 	}
 }
 
-// newMux is the front client's dialer: a new multiplexer, registered with
-// the hub until it closes.
-func (c *client) newMux() (net.Conn, error) {
-	if c.closed.Load() {
-		return nil, redis.ErrClosed
+// pubsubHost is the Client as internal/pubsub sees it.
+type pubsubHost struct{ c *client }
+
+func (p pubsubHost) Ring() pubsub.Ring                          { return pubsubRing{p.c.top.Load()} }
+func (p pubsubHost) Context() context.Context                   { return p.c.flights.ctx }
+func (p pubsubHost) Closed() bool                               { return p.c.closed.Load() }
+func (p pubsubHost) ProbeTimes() (time.Duration, time.Duration) { return p.c.probeTimes() }
+func (p pubsubHost) RESP3() bool {
+	return p.c.cfg.opt.shardOptions(Shard{}).Protocol != 2
+}
+
+// Go runs fn as one of the calls Close cancels (flights.ctx) and waits for.
+func (p pubsubHost) Go(fn func()) bool { return p.c.flights.r.Go(fn) }
+
+// pubsubRing places subscriptions on a topology: a channel on its owner,
+// a pattern on every shard, and during a change on the other ring too,
+// where processes that have not switched yet still publish: the previous
+// ring during a handoff, the next one in a fleet's Prepare (processes in
+// Migrate publish there). Equal values stand for the same topology.
+type pubsubRing struct{ t *topology }
+
+// rings returns the topologies subscriptions are placed on.
+func (r pubsubRing) rings() []*topology {
+	rings := []*topology{r.t}
+	if r.t.handoff != nil {
+		rings = append(rings, r.t.handoff.from)
 	}
-	m := newMux(c)
-	h := &c.pubsub
-	h.mu.Lock()
-	h.muxes[m] = struct{}{}
-	h.mu.Unlock()
-	// A ring stored between newMux's read and the registration above was
-	// rerouted without this mux: place it on the newest one (nothing to do
-	// when it is the same).
-	m.reroute()
-	context.AfterFunc(m.ctx, func() {
-		m.shutdown(errMuxClosed)
-		h.mu.Lock()
-		delete(h.muxes, m)
-		h.mu.Unlock()
-	})
-	return m, nil
+	if r.t.hold != nil {
+		rings = append(rings, r.t.hold.nextTop)
+	}
+	return rings
+}
+
+func (r pubsubRing) Owners(channel string) []pubsub.Shard {
+	var out []pubsub.Shard
+	for _, t := range r.rings() {
+		out = append(out, pubsubShard{t.shards[t.ring.LookupIndex(channel)].backend})
+	}
+	return out
+}
+
+func (r pubsubRing) All() []pubsub.Shard {
+	var out []pubsub.Shard
+	for _, t := range r.rings() {
+		for _, s := range t.shards {
+			out = append(out, pubsubShard{s.backend})
+		}
+	}
+	return out
+}
+
+// pubsubShard is a backend as a place for subscriptions: links of equal
+// values share a backend, hence its command client.
+type pubsubShard struct{ b *backend }
+
+func (s pubsubShard) Name() string          { return s.b.shard.Name }
+func (s pubsubShard) Client() *redis.Client { return s.b.client }
+func (s pubsubShard) DownErr() error {
+	if s.b.down.Load() {
+		return s.b.downError()
+	}
+	return nil
+}
+
+// The probe of a Pub/Sub link when the heartbeat is off
+// (HealthOptions.Disable): a PING after 3s without traffic, as go-redis's
+// own PubSub health check, answered within 3s, go-redis's default
+// ReadTimeout.
+const (
+	defaultProbeInterval = 3 * time.Second
+	defaultProbeTimeout  = 3 * time.Second
+	minProbeInterval     = 500 * time.Millisecond
+	minProbeTimeout      = time.Second
+)
+
+// probeTimes returns how long a Pub/Sub link hears nothing from its shard
+// before it sends a PING, and how long it then waits for anything to
+// arrive: the heartbeat's Interval and Timeout, or 3s and 3s when it is
+// disabled.
+func (c *client) probeTimes() (interval, timeout time.Duration) {
+	if h := c.cfg.health; !h.Disable {
+		// Floors: a silence shorter than 1.5 s is more often a loaded
+		// machine than a dead connection, and a false failure costs a
+		// resubscription (messages published meanwhile are lost).
+		return max(h.Interval, minProbeInterval), max(h.Timeout, minProbeTimeout)
+	}
+	return defaultProbeInterval, defaultProbeTimeout
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/redshard/redshard/internal/keymove"
 )
 
 // RebalanceOptions configures Rebalance. The zero value is usable;
@@ -340,7 +342,7 @@ func (rb *rebalancer) moveBatch(ctx context.Context, src *shard, keys []string) 
 			}
 		}
 	}
-	var res []migration
+	var res []keymove.Result
 	if len(move) > 0 && rb.settled != "" {
 		h := rb.top.handoff
 		if h != nil {
@@ -352,7 +354,7 @@ func (rb *rebalancer) moveBatch(ctx context.Context, src *shard, keys []string) 
 		mctx, cancel := rb.c.moveContext(ctx)
 		defer cancel()
 		var err error
-		res, err = moveKeys(mctx, src.client, move, rb.settled, func(k string) *redis.Client {
+		res, err = keymove.Move(mctx, src.client, move, rb.settled, internalIndex, func(k string) *redis.Client {
 			return rb.top.shards[rb.top.ring.LookupIndex(k)].client
 		})
 		if err != nil {
@@ -360,7 +362,7 @@ func (rb *rebalancer) moveBatch(ctx context.Context, src *shard, keys []string) 
 		}
 		if h != nil {
 			for i, m := range res {
-				if m.err == nil {
+				if m.Err == nil {
 					h.markDone(move[i])
 				}
 			}
@@ -372,7 +374,7 @@ func (rb *rebalancer) moveBatch(ctx context.Context, src *shard, keys []string) 
 	return nil
 }
 
-func (rb *rebalancer) record(src *shard, keys, move []string, res []migration) {
+func (rb *rebalancer) record(src *shard, keys, move []string, res []keymove.Result) {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
 	r := &rb.report
@@ -381,13 +383,13 @@ func (rb *rebalancer) record(src *shard, keys, move []string, res []migration) {
 	r.Skipped += int64(len(keys) - len(move))
 	for i, m := range res {
 		switch {
-		case m.err != nil:
+		case m.Err != nil:
 			r.Failed++
-		case m.absent, m.settled:
+		case m.Absent, m.Settled:
 			r.Skipped++
 		default:
 			r.Moved++
-			r.Bytes += int64(m.bytes)
+			r.Bytes += int64(m.Bytes)
 			to := rb.top.shards[rb.top.ring.LookupIndex(move[i])].Name
 			r.Moves[[2]string{src.Name, to}]++
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 	"github.com/redshard/redshard/internal/netconn"
+	"github.com/redshard/redshard/internal/pubsub"
 )
 
 // backend is the one owner of everything redshard holds for one shard
@@ -146,7 +147,7 @@ func (f failFast) DialHook(next redis.DialHook) redis.DialHook {
 		if err != nil {
 			return nil, err
 		}
-		if isSubscriberDial(ctx) { // a Pub/Sub link probes its own connection: markDown leaves it
+		if pubsub.IsLink(ctx) { // a Pub/Sub link probes its own connection: markDown leaves it
 			return conn, nil
 		}
 		return f.b.conns.Track(conn, f.b.peekClock), nil

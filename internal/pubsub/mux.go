@@ -1,4 +1,4 @@
-package redshard
+package pubsub
 
 import (
 	"bytes"
@@ -45,6 +45,12 @@ var (
 	errMuxProtocol = errRESP
 )
 
+// addr is the address of a mux, a connection in memory.
+type addr string
+
+func (addr) Network() string  { return "redshard" }
+func (a addr) String() string { return string(a) }
+
 // mux is the connection a front PubSub reads and writes: a net.Conn that
 // speaks RESP2 locally, places each subscription on the shards that must
 // carry it (one link per shard and kind of connection), and merges what
@@ -54,7 +60,7 @@ var (
 // has confirmed it, else late, when that shard is back). Messages go out as they arrive, once the front has
 // been told of their subscription. It is safe for concurrent use.
 type mux struct {
-	c      *client
+	hub    *Hub
 	ctx    context.Context // done when the mux closes; parent of its links'
 	cancel context.CancelFunc
 
@@ -70,12 +76,12 @@ type mux struct {
 	visible [numSubKinds]map[string]bool          // what the front has been told (the counts)
 	replies []muxReply                            // not sent yet, in command order
 	links   map[linkKey]*link
-	top     *topology // the ring the subscriptions are placed on
+	top     Ring // the ring the subscriptions are placed on
 
 	// moved holds the links that gained subscriptions when the ring
 	// changed (reroute), each with the sync token whose answer confirms
 	// them there, until that answer (synced) or the link's end: what
-	// SetShards and a fleet's phase wait for (awaitMoved).
+	// a membership change waits for (Hub.Follow, awaitMoved).
 	moved map[*link]uint64
 
 	// resp3: the shards speak RESP3 (go-redis's default), so PING in
@@ -130,10 +136,10 @@ type muxReply struct {
 	sub   *subscription
 }
 
-func newMux(c *client) *mux {
-	m := &mux{c: c, ready: make(chan struct{}, 1), links: map[linkKey]*link{}, moved: map[*link]uint64{}, top: c.top.Load(),
-		resp3: c.cfg.opt.shardOptions(Shard{}).Protocol != 2}
-	m.ctx, m.cancel = context.WithCancel(c.flights.ctx)
+func newMux(h *Hub) *mux {
+	m := &mux{hub: h, ready: make(chan struct{}, 1), links: map[linkKey]*link{}, moved: map[*link]uint64{}, top: h.host.Ring(),
+		resp3: h.host.RESP3()}
+	m.ctx, m.cancel = context.WithCancel(h.host.Context())
 	for k := range m.subs {
 		m.subs[k] = map[string]*subscription{}
 		m.visible[k] = map[string]bool{}
@@ -216,7 +222,7 @@ func (m *mux) Read(p []byte) (int, error) {
 var unsubscribeName = []byte("unsubscribe") // also in punsubscribe, sunsubscribe
 
 // subscribeWait bounds how long Write waits for the shards to confirm the
-// subscriptions it asked for, and SetShards (or a fleet's phase) for the
+// subscriptions it asked for, and a membership change (Hub.Follow) for the
 // shards that gained subscriptions to confirm them.
 const subscribeWait = 2 * time.Second
 
@@ -381,8 +387,8 @@ func (m *mux) Close() error {
 	return nil
 }
 
-func (m *mux) LocalAddr() net.Addr  { return localAddr("redshard-pubsub") }
-func (m *mux) RemoteAddr() net.Addr { return localAddr("redshard-pubsub") }
+func (m *mux) LocalAddr() net.Addr  { return addr("redshard-pubsub") }
+func (m *mux) RemoteAddr() net.Addr { return addr("redshard-pubsub") }
 
 func (m *mux) SetDeadline(t time.Time) error { return m.SetReadDeadline(t) }
 
@@ -560,31 +566,21 @@ func (m *mux) dropAll(kind int) {
 }
 
 // targetKeys returns the links that must carry subscription kind/name on
-// the mux's ring: the channel's owner (a pattern: every shard), and during
-// a change also on the previous ring, where processes that have not
-// switched yet still publish.
+// the mux's ring: the channel's owners (a pattern: every shard), which
+// during a change include those of the other ring, where processes that
+// have not switched yet still publish (Ring.Owners, Ring.All).
 func (m *mux) targetKeys(kind int, name string) []linkKey {
-	var out []linkKey
-	add := func(b *backend) {
-		if k := (linkKey{b: b, sharded: kind == subShard}); !slices.Contains(out, k) {
+	var shards []Shard
+	if kind == subPattern {
+		shards = m.top.All()
+	} else {
+		shards = m.top.Owners(name)
+	}
+	out := make([]linkKey, 0, len(shards))
+	for _, s := range shards {
+		if k := (linkKey{s: s, sharded: kind == subShard}); !slices.Contains(out, k) {
 			out = append(out, k)
 		}
-	}
-	rings := []*topology{m.top}
-	if m.top.handoff != nil {
-		rings = append(rings, m.top.handoff.from)
-	}
-	if m.top.hold != nil { // a fleet's Prepare: processes in Migrate publish on the next ring
-		rings = append(rings, m.top.hold.nextTop)
-	}
-	for _, t := range rings {
-		if kind == subPattern {
-			for _, s := range t.shards {
-				add(s.backend)
-			}
-			continue
-		}
-		add(t.shards[t.ring.LookupIndex(name)].backend)
 	}
 	return out
 }
@@ -750,15 +746,15 @@ func (m *mux) deliver(l *link, msg *redis.Message) {
 	}
 }
 
-// reroute places every subscription on the client's current ring: links
+// reroute places every subscription on the host's current ring: links
 // of shards that now carry it subscribe, links that no longer do
 // unsubscribe. The ring is read under m.mu, so that of two reroutes
-// racing (the hub's poll, SetShards, a new mux) the last one places the
+// racing (the hub's poll, Hub.Follow, a new mux) the last one places the
 // subscriptions on the newest ring, never back on an older one.
 func (m *mux) reroute() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	top := m.c.top.Load()
+	top := m.hub.host.Ring()
 	if m.closed || top == m.top {
 		return
 	}

@@ -1,4 +1,4 @@
-package redshard
+package pubsub
 
 import (
 	"errors"

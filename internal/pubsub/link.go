@@ -1,4 +1,4 @@
-package redshard
+package pubsub
 
 import (
 	"context"
@@ -11,17 +11,20 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard/internal/rediserr"
 )
 
 // linkKey names a mux's link: one per shard server and kind of connection
 // (shard channels apart, so that a message says which kind it is).
 type linkKey struct {
-	b       *backend
+	s       Shard
 	sharded bool
 }
 
-// link is one go-redis PubSub of a mux on a shard's command client, with
-// the shard's protocol, auth, TLS, dialer and Sentinel. Its writer sends
+// link is one go-redis PubSub of a mux on a shard's command client
+// (Shard.Client), with the shard's protocol, auth, TLS, dialer and
+// Sentinel. Its writer sends
 // the subscription changes the mux queues, each batch followed by a PING
 // whose payload is a sync token: the server answers in order, so the
 // token's PONG confirms everything sent before it (and, after a reconnect,
@@ -69,42 +72,22 @@ const (
 	probePayload = "redshard:probe"
 	minBackoff   = 10 * time.Millisecond
 	maxBackoff   = time.Second
-
-	// The probe of a link when the heartbeat is off (HealthOptions.Disable):
-	// a PING after 3s without traffic, as go-redis's own PubSub health
-	// check, answered within 3s, go-redis's default ReadTimeout.
-	defaultProbeInterval = 3 * time.Second
-	defaultProbeTimeout  = 3 * time.Second
-	minProbeInterval     = 500 * time.Millisecond
-	minProbeTimeout      = time.Second
 )
 
-// probeTimes returns how long a link hears nothing from its shard before
-// it sends a PING, and how long it then waits for anything to arrive: the
-// heartbeat's Interval and Timeout, or 3s and 3s when it is disabled.
-func (c *client) probeTimes() (interval, timeout time.Duration) {
-	if h := c.cfg.health; !h.Disable {
-		// Floors: a silence shorter than 1.5 s is more often a loaded
-		// machine than a dead connection, and a false failure costs a
-		// resubscription (messages published meanwhile are lost).
-		return max(h.Interval, minProbeInterval), max(h.Timeout, minProbeTimeout)
-	}
-	return defaultProbeInterval, defaultProbeTimeout
-}
+// linkCtx marks the context of a link's go-redis calls (see IsLink).
+type linkCtx struct{}
 
-// subscriberDial marks the context of a link's go-redis calls, which is
-// the context its connections are dialed with: the command client's
-// failFast hook does not add them to the connections markDown severs. A
-// link finds a dead or frozen server by itself (its reads fail, or its
-// probe); cut by a heartbeat's verdict it would lose what is published
-// while it resubscribes, and a verdict can come late (go-redis keeps
-// failing a heartbeat client's dials for up to a second after a dial
-// error, so a shard can be marked down after its link has resubscribed on
-// the restarted server) or be wrong (a loaded machine missing a short
-// heartbeat timeout twice).
-type subscriberDial struct{}
-
-func isSubscriberDial(ctx context.Context) bool { return ctx.Value(subscriberDial{}) != nil }
+// IsLink reports whether ctx is the context of a link's go-redis call,
+// which is the context its connections are dialed with. The root's dial
+// hook uses it to leave a link's connections out of those it severs when
+// a heartbeat marks the shard down: a link finds a dead or frozen server
+// by itself (its reads fail, or its probe does); cut by a heartbeat's
+// verdict it would lose what is published while it resubscribes, and a
+// verdict can come late (go-redis keeps failing a heartbeat client's
+// dials for up to a second after a dial error, so a shard can be marked
+// down after its link has resubscribed on the restarted server) or be
+// wrong (a loaded machine missing a short heartbeat timeout twice).
+func IsLink(ctx context.Context) bool { return ctx.Value(linkCtx{}) != nil }
 
 // readCtx is the context of a link's reads: the link's, with a deadline
 // that go-redis makes the socket's read deadline. A read that misses it
@@ -125,27 +108,22 @@ func (m *mux) link(key linkKey) *link {
 		return l
 	}
 	l := &link{m: m, key: key, wake: make(chan struct{}, 1), rename: m.name != ""}
-	l.ctx, l.cancel = context.WithCancel(context.WithValue(m.ctx, subscriberDial{}, true))
+	l.ctx, l.cancel = context.WithCancel(context.WithValue(m.ctx, linkCtx{}, true))
 	l.heard.Store(time.Now().UnixNano())
 	for k := range l.want {
 		l.want[k] = map[string]bool{}
 	}
-	l.ps = key.b.client.Subscribe(l.ctx) // no channel: nothing is sent yet
+	l.ps = key.s.Client().Subscribe(l.ctx) // no channel: nothing is sent yet
 	m.links[key] = l
-	running := &m.c.flights.running
-	if !running.enter() {
+	host := m.hub.host
+	if !host.Go(l.write) {
 		l.cancel()
 		_ = l.ps.Close()
 		return l
 	}
-	if !running.enter() {
-		running.leave()
-		l.cancel()
-		_ = l.ps.Close()
-		return l
+	if !host.Go(l.read) {
+		l.cancel() // write returns and closes ps
 	}
-	go l.write()
-	go l.read()
 	return l
 }
 
@@ -165,15 +143,14 @@ func (l *link) empty() bool {
 	return true
 }
 
-func (l *link) shardName() string { return l.key.b.shard.Name }
+func (l *link) shardName() string { return l.key.s.Name() }
 
 // write sends the queued changes and sync tokens until the link is
 // closed, and a PING when the link has heard nothing for the probe
 // interval.
 func (l *link) write() {
-	defer l.m.c.flights.running.leave()
 	defer func() { _ = l.ps.Close() }() // also ends read's Receive
-	interval, _ := l.m.c.probeTimes()
+	interval, _ := l.m.hub.host.ProbeTimes()
 	probe := time.NewTimer(interval)
 	defer probe.Stop()
 	var backoff time.Duration
@@ -234,7 +211,7 @@ func (l *link) take() ([]linkOp, uint64, *string, bool) {
 	var name *string
 	// After a failure go-redis reconnected and resubscribed: a RESP3
 	// connection takes a name in subscribed mode, a RESP2 one refuses it.
-	if l.rename || l.resync && m.name != "" && l.key.b.client.Options().Protocol != 2 {
+	if l.rename || l.resync && m.name != "" && l.key.s.Client().Options().Protocol != 2 {
 		name = new(string)
 		*name = m.name
 	}
@@ -311,8 +288,7 @@ func (l *link) apply(ops []linkOp, tok uint64, name *string) error {
 // deadline with it, moves on at most every slack, so that a busy link
 // allocates no context per message.
 func (l *link) read() {
-	defer l.m.c.flights.running.leave()
-	interval, timeout := l.m.c.probeTimes()
+	interval, timeout := l.m.hub.host.ProbeTimes()
 	slack := min(interval, timeout) / 8
 	var rctx *readCtx
 	hear := func(now time.Time) {
@@ -326,7 +302,7 @@ func (l *link) read() {
 		if l.ctx.Err() != nil {
 			return
 		}
-		if now := time.Now(); err == nil || isRedisError(err) {
+		if now := time.Now(); err == nil || rediserr.Is(err) {
 			if now.Sub(time.Unix(0, l.heard.Load())) >= slack {
 				hear(now)
 			}
@@ -334,7 +310,7 @@ func (l *link) read() {
 			err = fmt.Errorf("nothing received for %v, a PING included: %w", interval+timeout, err)
 		}
 		if err != nil {
-			if isRedisError(err) { // a command failed; the connection is fine
+			if rediserr.Is(err) { // a command failed; the connection is fine
 				l.m.shardError(l, err)
 				continue
 			}
@@ -379,8 +355,8 @@ func (l *link) failed(err error, ops []linkOp) {
 	if l.key.sharded {
 		what = "SSUBSCRIBE"
 	}
-	if b := l.key.b; b.down.Load() {
-		err = b.downError()
+	if down := l.key.s.DownErr(); down != nil {
+		err = down
 	}
 	m.replyError(fmt.Sprintf("ERR redshard: %s on shard %s failed: %v; subscribing again when it answers", what, l.shardName(), err))
 	m.flush()
