@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -192,6 +193,11 @@ type ledger struct {
 	want    map[string]string // the acknowledged value; "" deleted or never written
 	readers map[string]*redshard.Client
 
+	// refusals counts the writes refused before they were sent (refused):
+	// a process whose heartbeat a loaded machine delayed past its lease is
+	// fenced, correctly, and such a write changed nothing.
+	refusals atomic.Int64
+
 	gate sync.RWMutex // a writer's op and its reads hold it shared; check holds it alone
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -248,6 +254,10 @@ func (l *ledger) op(id string, c *redshard.Client, n int) bool {
 	v := ""
 	if n%4 == 3 {
 		d, err := c.Del(ctx, k).Result()
+		if refused(err) {
+			l.refusals.Add(1)
+			return true
+		}
 		if err != nil {
 			l.t.Errorf("%s: DEL %s: %v", id, k, err)
 			return false
@@ -257,7 +267,12 @@ func (l *ledger) op(id string, c *redshard.Client, n int) bool {
 		}
 	} else {
 		v = fmt.Sprintf("%s:%d", id, n)
-		if err := c.Set(ctx, k, v, 0).Err(); err != nil {
+		err := c.Set(ctx, k, v, 0).Err()
+		if refused(err) {
+			l.refusals.Add(1)
+			return true
+		}
+		if err != nil {
 			l.t.Errorf("%s: SET %s: %v", id, k, err)
 			return false
 		}
@@ -321,6 +336,7 @@ func (l *ledger) check(label string, clients map[string]*redshard.Client, tolera
 	if len(want) == 0 {
 		l.t.Fatalf("%s: the ledger is empty", label)
 	}
+	l.t.Logf("%s: %d keys checked; %d writes refused unsent so far", label, len(want), l.refusals.Load())
 }
 
 func (l *ledger) size() int {
