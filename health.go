@@ -380,7 +380,11 @@ func (c *client) processDown(ctx context.Context, top *topology, info command.In
 	c.stats.standInCommands.Add(1)
 	standIn := top.shards[j].client
 	if !mayWrite(info) {
-		return standIn.Process(ctx, cmd)
+		err := standIn.Process(ctx, cmd)
+		if c.hot != nil {
+			c.hot.served(info, cmd.Args(), keys, err)
+		}
+		return err
 	}
 	caps, ok := top.recordStandIn(ctx, cmd.Args(), keys, i, j)
 	if !ok { // the owner came up meanwhile

@@ -166,6 +166,7 @@ func (c *client) routeOther(ctx context.Context, top *topology, cmd redis.Cmder,
 			c.hot.written(top, info, cmd.Args(), keys)
 		} else if info.Class == command.Split {
 			c.hot.observe(cmd.Args(), keys) // MGET, EXISTS: count toward detection
+			c.hot.served(info, cmd.Args(), keys, cmd.Err())
 		}
 	}
 	return cmd.Err()
@@ -394,7 +395,7 @@ func (c *client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 			}
 		}
 		if err == nil {
-			writes = c.noteWrite(writes, info, cmd.Args(), keys)
+			writes = c.noteWrite(writes, info, cmd, keys)
 		}
 		if err == nil && top.guarded && info.Class != command.Fanout && info.Class != command.Scan && info.Class != command.Channel {
 			for _, k := range keys {
@@ -469,9 +470,7 @@ func (c *client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 	for _, f := range finishes {
 		f()
 	}
-	for _, w := range writes {
-		c.hot.written(top, w.info, w.args, w.keys)
-	}
+	c.wrote(top, writes)
 	return firstErr(cmds)
 }
 
@@ -538,25 +537,44 @@ func groupByShard(sends []sub, n int) [][]redis.Cmder {
 	return out
 }
 
-// write is a write command of a pipeline or transaction, remembered so the
-// hot-key layer can invalidate its keys once it has run.
+// write is a command of a pipeline or transaction that the hot-key layer
+// must hear of once it has run: a write, whose keys it invalidates, or a
+// keyed read the local cache did not answer, whose reply may be newer than
+// the cached ones (hotPath.served, docs/hot-reads.md).
 type write struct {
 	info command.Info
 	args []interface{}
 	keys []int
+	cmd  redis.Cmder // a read's, for its error; nil for a write
 }
 
 // noteWrite appends cmd to writes when the hot-key layer needs to know,
 // and counts a read's keys toward hot-key detection.
-func (c *client) noteWrite(writes []write, info command.Info, args []interface{}, keys []int) []write {
+func (c *client) noteWrite(writes []write, info command.Info, cmd redis.Cmder, keys []int) []write {
 	if c.hot == nil {
 		return writes
 	}
+	args := cmd.Args()
 	if !mayWrite(info) {
 		c.hot.observe(args, keys)
-		return writes
+		if len(keys) == 0 {
+			return writes
+		}
+		return append(writes, write{info, args, append([]int(nil), keys...), cmd})
 	}
-	return append(writes, write{info, args, append([]int(nil), keys...)})
+	return append(writes, write{info, args, append([]int(nil), keys...), nil})
+}
+
+// wrote tells the hot-key layer of the writes and reads noted in writes,
+// once their batch has run.
+func (c *client) wrote(top *topology, writes []write) {
+	for _, w := range writes {
+		if w.cmd != nil {
+			c.hot.served(w.info, w.args, w.keys, w.cmd.Err())
+		} else {
+			c.hot.written(top, w.info, w.args, w.keys)
+		}
+	}
 }
 
 // mayWrite reports whether a command may change keys: everything not
@@ -588,7 +606,7 @@ func (c *client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 			}
 		}
 		if err == nil {
-			writes = c.noteWrite(writes, info, cmd.Args(), keys)
+			writes = c.noteWrite(writes, info, cmd, keys)
 		}
 		if err != nil {
 			err = fmt.Errorf("transaction not sent: %w", err)
@@ -627,9 +645,7 @@ func (c *client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 		}
 		return nil
 	})
-	for _, w := range writes {
-		c.hot.written(top, w.info, w.args, w.keys)
-	}
+	c.wrote(top, writes)
 	return err
 }
 
