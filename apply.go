@@ -386,15 +386,6 @@ func (d *driver) writeBeacons(ctx context.Context, cfg registry.Config) (time.Ti
 	return start, errors.Join(errs...)
 }
 
-func containsIdentity(list []Shard, s Shard) bool {
-	for _, o := range list {
-		if o.identity() == s.identity() {
-			return true
-		}
-	}
-	return false
-}
-
 // fleetChangeID names the change from cur to doc: a hash of the epoch and
 // both documents.
 func fleetChangeID(cur registry.Config, doc json.RawMessage) string {

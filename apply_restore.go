@@ -3,11 +3,8 @@ package redshard
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard/registry"
 )
@@ -21,12 +18,6 @@ import (
 // registry is behind it publishes, over what the registry holds, the
 // config the fleet last followed (registry.Restore), then goes on from
 // there as from any config. docs/membership.md, "A registry that forgets".
-
-// beaconConfig is what one server's beacon says.
-type beaconConfig struct {
-	server Shard
-	cfg    registry.Config
-}
 
 // restore checks cur, what the registry holds, against the beacons of the
 // servers of cur's documents and of doc, and against the live members; it
@@ -133,53 +124,6 @@ func (d *driver) readBeacons(ctx context.Context, cfgs ...registry.Config) ([]be
 		return nil, fmt.Errorf("redshard: apply: reading the servers' beacons: %w", err)
 	}
 	return list, nil
-}
-
-// readBeacons reads the beacon of every server of the configs' documents,
-// each on a connection of its own made with o's connection settings (and
-// no fleet admission), within ctx. It returns the beacons it read (a
-// server with none is left out) and, joined, the errors of the servers it
-// could not read.
-func readBeacons(ctx context.Context, o *Options, cfgs ...registry.Config) ([]beaconConfig, error) {
-	shards, err := configServers(o, cfgs...)
-	if err != nil {
-		return nil, err
-	}
-	dialer := &client{cfg: &config{opt: *o}}
-	dialer.cfg.opt.Registry = nil
-	out := make([]*beaconConfig, len(shards))
-	errs := make([]error, len(shards))
-	parallel(len(shards), func(i int) {
-		cl := dialer.dial(shards[i], connCommand, nil)
-		defer cl.Close()
-		data, err := cl.Get(ctx, beaconKey).Bytes()
-		switch {
-		case errors.Is(err, redis.Nil):
-		case err != nil:
-			errs[i] = fmt.Errorf("shard %s: %w", shards[i], err)
-		default:
-			var cfg registry.Config
-			if err := json.Unmarshal(data, &cfg); err != nil {
-				errs[i] = fmt.Errorf("shard %s: beacon: %w", shards[i], err)
-				return
-			}
-			out[i] = &beaconConfig{shards[i], cfg}
-		}
-	})
-	var list []beaconConfig
-	for _, b := range out {
-		if b != nil {
-			list = append(list, *b)
-		}
-	}
-	return list, errors.Join(errs...)
-}
-
-// nextPhase reports whether b, a beacon, is the config a driver publishes
-// next after cur, what the registry holds (registry.CheckTransition; not a
-// restore, and not the first config of an empty registry).
-func nextPhase(cur, b registry.Config) bool {
-	return cur.Version() != (registry.Version{}) && b.Restored == "" && registry.CheckTransition(cur, b) == nil
 }
 
 // reported reports whether a member acknowledged cfg.

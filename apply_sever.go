@@ -2,7 +2,6 @@ package redshard
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -144,28 +143,4 @@ func severOn(ctx context.Context, cl *redis.Client, keep map[connMember]bool) (i
 		return n, err
 	}
 	return n, nil
-}
-
-// configServers lists, once each by identity, the servers of the configs'
-// documents, with o's connection settings.
-func configServers(o *Options, cfgs ...registry.Config) ([]Shard, error) {
-	rc := o.ringConfig()
-	var shards []Shard
-	for _, cfg := range cfgs {
-		for _, doc := range []json.RawMessage{cfg.Doc, cfg.PrevDoc} {
-			if len(doc) == 0 {
-				continue
-			}
-			s, _, err := parseRingDoc(doc, rc)
-			if err != nil {
-				return nil, err
-			}
-			for _, sh := range o.withConnection(s) {
-				if !containsIdentity(shards, sh) {
-					shards = append(shards, sh)
-				}
-			}
-		}
-	}
-	return shards, nil
 }

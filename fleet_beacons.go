@@ -2,8 +2,11 @@ package redshard
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard/registry"
 )
@@ -68,3 +71,91 @@ func (f *follower) fenceAtStart(top *topology, first registry.Config) {
 
 // registryBehind reports whether err says the registry is behind.
 func registryBehind(err error) bool { return errors.Is(err, ErrRegistryBehind) }
+
+// beaconConfig is what one server's beacon says.
+type beaconConfig struct {
+	server Shard
+	cfg    registry.Config
+}
+
+// readBeacons reads the beacon of every server of the configs' documents,
+// each on a connection of its own made with o's connection settings (and
+// no fleet admission), within ctx. It returns the beacons it read (a
+// server with none is left out) and, joined, the errors of the servers it
+// could not read.
+func readBeacons(ctx context.Context, o *Options, cfgs ...registry.Config) ([]beaconConfig, error) {
+	shards, err := configServers(o, cfgs...)
+	if err != nil {
+		return nil, err
+	}
+	dialer := &client{cfg: &config{opt: *o}}
+	dialer.cfg.opt.Registry = nil
+	out := make([]*beaconConfig, len(shards))
+	errs := make([]error, len(shards))
+	parallel(len(shards), func(i int) {
+		cl := dialer.dial(shards[i], connCommand, nil)
+		defer cl.Close()
+		data, err := cl.Get(ctx, beaconKey).Bytes()
+		switch {
+		case errors.Is(err, redis.Nil):
+		case err != nil:
+			errs[i] = fmt.Errorf("shard %s: %w", shards[i], err)
+		default:
+			var cfg registry.Config
+			if err := json.Unmarshal(data, &cfg); err != nil {
+				errs[i] = fmt.Errorf("shard %s: beacon: %w", shards[i], err)
+				return
+			}
+			out[i] = &beaconConfig{shards[i], cfg}
+		}
+	})
+	var list []beaconConfig
+	for _, b := range out {
+		if b != nil {
+			list = append(list, *b)
+		}
+	}
+	return list, errors.Join(errs...)
+}
+
+// configServers lists, once each by identity, the servers of the configs'
+// documents, with o's connection settings.
+func configServers(o *Options, cfgs ...registry.Config) ([]Shard, error) {
+	rc := o.ringConfig()
+	var shards []Shard
+	for _, cfg := range cfgs {
+		for _, doc := range []json.RawMessage{cfg.Doc, cfg.PrevDoc} {
+			if len(doc) == 0 {
+				continue
+			}
+			s, _, err := parseRingDoc(doc, rc)
+			if err != nil {
+				return nil, err
+			}
+			for _, sh := range o.withConnection(s) {
+				if !containsIdentity(shards, sh) {
+					shards = append(shards, sh)
+				}
+			}
+		}
+	}
+	return shards, nil
+}
+
+// nextPhase reports whether b, a beacon, is the config a driver publishes
+// next after cur, what the registry holds (registry.CheckTransition; not a
+// restore, and not the first config of an empty registry).
+func nextPhase(cur, b registry.Config) bool {
+	return cur.Version() != (registry.Version{}) && b.Restored == "" && registry.CheckTransition(cur, b) == nil
+}
+
+// containsIdentity reports whether list holds a server with s's identity
+// (its address, or its Sentinel master).
+func containsIdentity(list []Shard, s Shard) bool {
+	for _, o := range list {
+		if o.identity() == s.identity() {
+			return true
+		}
+	}
+	return false
+}
