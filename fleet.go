@@ -213,10 +213,16 @@ type follower struct {
 	// holdTimeout bounds a command held in Prepare (FleetOptions.HoldTimeout).
 	holdTimeout time.Duration
 
-	mu       sync.Mutex
-	sentOK   time.Time // when the last successful heartbeat was sent (wall clock, for status); guarded by mu
-	err      error     // the last error following the registry; guarded by mu
-	stopping bool      // set by stop: spawn starts nothing; guarded by mu
+	mu     sync.Mutex
+	sentOK time.Time // when the last successful heartbeat was sent (wall clock, for status); guarded by mu
+	err    error     // the last error following the registry; guarded by mu
+	// lost, once set, says why this process lost its member id to
+	// another live process (a heartbeat refused with
+	// registry.ErrMemberIDInUse): it stays fenced for good, sends no
+	// heartbeat and does not leave (the entry is the other process's),
+	// and err is lost from then on. Guarded by mu.
+	lost     error
+	stopping bool // set by stop: spawn starts nothing; guarded by mu
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -255,6 +261,10 @@ func newFollower(c *client, reg registry.Registry, fo *FleetOptions) (*follower,
 	// The lease counts from the join's sending.
 	joined := lease.Now()
 	if err := reg.Heartbeat(ctx, f.me); err != nil {
+		if errors.Is(err, registry.ErrMemberIDInUse) {
+			return nil, registry.Config{}, fmt.Errorf("%w: member id %q is in use by a live process; pick another FleetOptions.MemberID: %w",
+				ErrInvalidOptions, f.me.ID, err)
+		}
 		return nil, registry.Config{}, fmt.Errorf("redshard: joining the registry: %w", err)
 	}
 	f.lease.Renew(joined)
@@ -320,21 +330,65 @@ func (f *follower) stop() {
 	f.mu.Unlock()
 	f.cancel()
 	f.wg.Wait()
+	if f.idLost() != nil {
+		return // the entry is another process's
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_ = f.reg.Leave(ctx, f.me.ID)
 }
 
+// setErr records err as the last error following the registry, unless
+// the process lost its member id: that error stays.
 func (f *follower) setErr(err error) {
 	f.mu.Lock()
-	f.err = err
+	if f.lost == nil {
+		f.err = err
+	}
 	f.mu.Unlock()
+}
+
+// idLost returns why the process lost its member id, nil if it has not.
+func (f *follower) idLost() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lost
+}
+
+// loseID handles a heartbeat refused with registry.ErrMemberIDInUse:
+// another live process is this member now (this one was paused past its
+// lease and its id was taken). The process fences itself for good, so that
+// it never acknowledges a phase under an id it lost: the driver no longer
+// waits for it, and only a fenced process may fall behind.
+func (f *follower) loseID(refused error) {
+	err := fmt.Errorf("redshard: member id %q was taken by another live process while this one could not heartbeat; it stays fenced and no longer heartbeats (restart it with another FleetOptions.MemberID): %w",
+		f.me.ID, refused)
+	f.mu.Lock()
+	if f.lost == nil {
+		f.lost, f.err = err, err
+	}
+	f.mu.Unlock()
+	f.fenceFor(err)
 }
 
 func (f *follower) getErr() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.err
+}
+
+// fenceRank orders the causes of a fence: a fence is fenced again with a
+// cause of a higher rank, so that its refusals say the gravest. A lost
+// member id (for good) ranks above a registry behind the fleet, which
+// ranks above the rest (a lease that ran out, nil).
+func fenceRank(cause error) int {
+	switch {
+	case errors.Is(cause, registry.ErrMemberIDInUse):
+		return 2
+	case registryBehind(cause):
+		return 1
+	}
+	return 0
 }
 
 // heartbeats reports the acknowledged version every quarter lease and on
@@ -354,6 +408,9 @@ func (f *follower) heartbeats() {
 			return
 		case <-tick.C:
 		case <-f.kick:
+		}
+		if f.idLost() != nil {
+			continue // fenced for good; the watcher still follows the registry
 		}
 		sent := lease.Now()
 		if !f.heartbeat() || f.late(sent) {
@@ -470,6 +527,10 @@ func (f *follower) heartbeat() bool {
 	ctx, cancel := context.WithTimeout(f.ctx, f.ttl/4)
 	defer cancel()
 	if err := f.reg.Heartbeat(ctx, m); err != nil {
+		if errors.Is(err, registry.ErrMemberIDInUse) {
+			f.loseID(err)
+			return false
+		}
 		f.setErr(fmt.Errorf("redshard: heartbeat: %w", err))
 		return false
 	}
@@ -918,7 +979,9 @@ type FleetStatus struct {
 	// LastHeartbeat is when the last successful heartbeat was sent.
 	LastHeartbeat time.Time
 	// Err is the last error following the registry, nil once it
-	// succeeds again.
+	// succeeds again; except that once another live process took this
+	// process's member id (registry.ErrMemberIDInUse), Err says so for
+	// good, and the process stays fenced.
 	Err error
 }
 

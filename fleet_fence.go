@@ -270,13 +270,13 @@ func (f *follower) fenceNow() { f.fenceFor(nil) }
 
 // fenceFor is fenceNow with the error that fences the process, which the
 // commands it refuses wrap; nil: the lease ran out. A process already
-// fenced for another reason is fenced again with cause when cause says the
-// registry is behind the fleet (ErrRegistryBehind), so that its refusals
-// say so.
+// fenced is fenced again with cause when cause is graver (fenceRank): the
+// registry is behind the fleet (ErrRegistryBehind), or the process lost its
+// member id, so that its refusals say so.
 func (f *follower) fenceFor(cause error) {
 	f.newRegime(func(t *topology) bool {
 		if t.fence != nil {
-			if !registryBehind(cause) || registryBehind(t.fence.cause) {
+			if fenceRank(cause) <= fenceRank(t.fence.cause) {
 				return false
 			}
 			fc := *t.fence
@@ -309,6 +309,9 @@ func (f *follower) refence() {
 // unfence ends the fence: the process has caught up, and the heartbeat
 // sent at the lease reading sent succeeded.
 func (f *follower) unfence(sent int64) {
+	if f.idLost() != nil {
+		return // fenced for good
+	}
 	f.lease.Renew(sent) // first: the trusted topology's commands must find the lease fresh
 	f.newRegime(func(t *topology) bool {
 		if t.fence == nil {

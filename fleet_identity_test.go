@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -117,6 +118,12 @@ func fleetSeverByIdentity(t *testing.T, dropped, live string) {
 	}
 	cut.setCut(true) // its heartbeats fail from now on: the fleet drops it after its lease
 	waitFenced(t, d, true)
+	if live == dropped {
+		// The registry refuses the id while d's entry lives
+		// (registry.ErrMemberIDInUse): the new process comes once the
+		// fleet dropped d.
+		waitDropped(t, f.reg, dropped)
+	}
 	l := fleetClient(t, f.open(t), &redshard.FleetOptions{MemberID: live}, nil, nil)
 	if err := l.Set(ctx, "k", "from the live member", 0).Err(); err != nil {
 		t.Fatalf("SET by %q: %v", live, err)
@@ -140,6 +147,25 @@ func fleetSeverByIdentity(t *testing.T, dropped, live string) {
 	waitVersion(t, l, rep.To)
 	if err := l.Set(ctx, "k", "after", 0).Err(); err != nil {
 		t.Fatalf("SET by live member %q after the change: %v", live, err)
+	}
+}
+
+// waitDropped waits (bounded) until the registry lists no member id.
+func waitDropped(t *testing.T, reg registry.Registry, id string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ms, err := reg.Members(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(ms, func(m registry.Member) bool { return m.ID == id }) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("member %q still live after 20s", id)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -169,14 +195,14 @@ func TestFleetMemberIDAnyBytes(t *testing.T) {
 }
 
 // TestFleetMemberIncarnation: every process draws an incarnation of its
-// own, even when two processes share an id; the status reports it and its
-// heartbeats carry it.
+// own; the status reports it and its heartbeats carry it. (Two live
+// processes never share an id: TestFleetMemberIDInUse.)
 func TestFleetMemberIncarnation(t *testing.T) {
 	f := newFleet(t, 1)
 	f.apply(t, ctx, f.doc(1))
 	a := f.client(t, f.open(t), "same")
 	sa, _ := a.FleetStatus()
-	b := f.client(t, f.open(t), "same")
+	b := f.client(t, f.open(t), "other")
 	sb, _ := b.FleetStatus()
 	if sa.Member.Incarnation == "" || sa.Member.Incarnation == sb.Member.Incarnation {
 		t.Fatalf("incarnations %q and %q: want two distinct ones", sa.Member.Incarnation, sb.Member.Incarnation)
@@ -185,8 +211,7 @@ func TestFleetMemberIncarnation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// One entry per id: whichever heartbeat came last.
-	if len(members) != 1 || (members[0].Incarnation != sa.Member.Incarnation && members[0].Incarnation != sb.Member.Incarnation) {
-		t.Fatalf("members %+v: want one entry with incarnation %q or %q", members, sa.Member.Incarnation, sb.Member.Incarnation)
+	if len(members) != 2 || members[1].ID != "same" || members[1].Incarnation != sa.Member.Incarnation {
+		t.Fatalf("members %+v: want same's entry with incarnation %q", members, sa.Member.Incarnation)
 	}
 }

@@ -176,10 +176,13 @@ type FleetOptions struct {
 	// MemberID names this process among the fleet's members (redshard
 	// status lists it). Any bytes: the names of the process's connections
 	// escape what Redis refuses there. It must be unique among the live
-	// processes; a process that reuses the id of one the fleet dropped is
-	// told apart from it by the random incarnation each process draws at
-	// start (registry.Member's Incarnation). Default: host/pid/a random
-	// suffix.
+	// processes, and the registry enforces it: NewClient fails (wrapping
+	// registry.ErrMemberIDInUse) while a live process holds the id, and a
+	// process whose id another took while it could not heartbeat stays
+	// fenced for good (FleetStatus.Err says why). A process that reuses
+	// the id of one the fleet dropped is told apart from it by the random
+	// incarnation each process draws at start (registry.Member's
+	// Incarnation). Default: host/pid/a random suffix.
 	MemberID string
 	// StartTimeout bounds NewClient's first read of the registry. Default
 	// 10s.

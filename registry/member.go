@@ -102,3 +102,11 @@ func DecodeMember(data []byte) (Member, error) {
 	}
 	return m, nil
 }
+
+// InUse returns Heartbeat's refusal of m, which matches ErrMemberIDInUse:
+// a live entry for m.ID holds the incarnation stored. Registry
+// implementations return it so that every backend says the same.
+func InUse(m Member, stored string) error {
+	return fmt.Errorf("%w: heartbeat of %q (incarnation %q): the registry holds a live entry for it with incarnation %q",
+		ErrMemberIDInUse, m.ID, m.Incarnation, stored)
+}

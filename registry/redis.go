@@ -190,8 +190,16 @@ if #gone > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now) end
 `
 
 // heartbeatScript: KEYS[3] (if any) RedisIndexKey; ARGV id, member JSON,
-// ttl ms.
+// ttl ms, incarnation. It is a compare-and-set on the incarnation: after
+// prune only live entries are left, and one that holds another (non-empty)
+// incarnation is kept, the script returning {stored incarnation}.
 var heartbeatScript = redis.NewScript(clock + prune + `
+local cur = redis.call('HGET', KEYS[2], ARGV[1])
+if cur then
+  local ok, doc = pcall(cjson.decode, cur)
+  local inc = ok and type(doc) == 'table' and doc['incarnation'] or nil
+  if type(inc) == 'string' and inc ~= '' and inc ~= ARGV[4] then return {inc} end
+end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 if KEYS[3] then redis.call('SADD', KEYS[3], KEYS[1], KEYS[2]) end
@@ -269,12 +277,16 @@ func (r *redisRegistry) Heartbeat(ctx context.Context, m Member) error {
 		return err
 	}
 	rdb, err := r.client(ctx)
+	var res any
 	if err == nil {
-		err = heartbeatScript.Run(ctx, rdb, r.keys(r.membersKey, r.memberDocsKey),
-			m.ID, data, r.opt.MemberTTL.Milliseconds()).Err()
+		res, err = heartbeatScript.Run(ctx, rdb, r.keys(r.membersKey, r.memberDocsKey),
+			m.ID, data, r.opt.MemberTTL.Milliseconds(), m.Incarnation).Result()
 	}
 	if err != nil {
 		return fmt.Errorf("registry: heartbeat of %s: %w", m.ID, err)
+	}
+	if cur, ok := res.([]any); ok && len(cur) == 1 {
+		return InUse(m, fmt.Sprint(cur[0]))
 	}
 	return nil
 }

@@ -40,7 +40,11 @@ type Registry interface {
 	// Heartbeat records m (its Seen set to now) as a live member for the
 	// registry's member TTL (Options.MemberTTL) from now. Call it more
 	// often than the TTL, and whenever the member acknowledges a new
-	// version. m.ID must not be empty.
+	// version. m.ID must not be empty. It fails with ErrMemberIDInUse,
+	// storing nothing, when a live entry for m.ID holds an incarnation
+	// other than m.Incarnation (m with none included): two live processes
+	// are never one member. An expired entry, or a live one with no
+	// incarnation (written by an older version), is replaced.
 	Heartbeat(ctx context.Context, m Member) error
 
 	// Leave removes the member id at once (a clean shutdown), rather than
@@ -107,6 +111,12 @@ var (
 	ErrInvalidArgument = errors.New("registry: invalid argument")
 	// ErrClosed is returned by every method of a closed registry.
 	ErrClosed = errors.New("registry: closed")
+	// ErrMemberIDInUse means a Heartbeat was refused: a live (not
+	// expired) entry for its member id holds another incarnation, so
+	// another process is that member. A heartbeat is a compare-and-set on
+	// the incarnation; an expired entry, or one with no incarnation, is
+	// taken over.
+	ErrMemberIDInUse = errors.New("registry: member id in use by another live process")
 )
 
 // Defaults of Options.

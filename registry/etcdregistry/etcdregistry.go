@@ -38,7 +38,7 @@ type etcdRegistry struct {
 
 	mu     sync.Mutex // guards closed, leases, locks
 	closed bool
-	leases map[string]clientv3.LeaseID // member id → the lease of its key
+	leases map[memberKey]clientv3.LeaseID // member → the lease of its key
 	locks  map[*etcdLock]struct{}
 }
 
@@ -83,7 +83,7 @@ func newRegistry(cli *clientv3.Client, prefix string, opt *registry.Options) (*e
 		membersPrefix: prefix + "members/",
 		lockKey:       prefix + "lock",
 		ctx:           ctx, cancel: cancel,
-		leases: map[string]clientv3.LeaseID{},
+		leases: map[memberKey]clientv3.LeaseID{},
 		locks:  map[*etcdLock]struct{}{},
 	}, err
 }
@@ -175,8 +175,9 @@ func (r *etcdRegistry) Heartbeat(ctx context.Context, m registry.Member) error {
 	if err != nil {
 		return err
 	}
+	mk := memberKey{m.ID, m.Incarnation}
 	r.mu.Lock()
-	lease, ok := r.leases[m.ID]
+	lease, ok := r.leases[mk]
 	r.mu.Unlock()
 	if ok {
 		_, err := r.cli.KeepAliveOnce(ctx, lease)
@@ -194,21 +195,64 @@ func (r *etcdRegistry) Heartbeat(ctx context.Context, m registry.Member) error {
 		}
 		lease = g.ID
 	}
-	if _, err := r.cli.Put(ctx, r.membersPrefix+m.ID, string(data), clientv3.WithLease(lease)); err != nil {
-		r.forgetLease(m.ID)
-		return fmt.Errorf("registry: heartbeat of %s: %w", m.ID, err)
+	if err := r.putMember(ctx, m, data, lease); err != nil {
+		r.forgetLease(mk)
+		if errors.Is(err, registry.ErrMemberIDInUse) {
+			_, _ = r.cli.Revoke(ctx, lease) // it holds no key of this member's; it would expire
+		}
+		return err
 	}
 	r.mu.Lock()
-	r.leases[m.ID] = lease
+	r.leases[mk] = lease
 	r.mu.Unlock()
 	return nil
 }
 
-func (r *etcdRegistry) forgetLease(id string) (clientv3.LeaseID, bool) {
+// putMember stores m (data) under lease, with a compare-and-set on the
+// incarnation: a live member key (expired ones are gone with their lease)
+// that holds another, non-empty incarnation is kept, and putMember fails
+// with registry.ErrMemberIDInUse. The put is conditional on the key's
+// revision as read, so a process that takes the id between the read and
+// the put is seen on the next round.
+func (r *etcdRegistry) putMember(ctx context.Context, m registry.Member, data []byte, lease clientv3.LeaseID) error {
+	key := r.membersPrefix + m.ID
+	resp, err := r.cli.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("registry: heartbeat of %s: %w", m.ID, err)
+	}
+	kvs := resp.Kvs
+	for {
+		var rev int64 // 0: the key does not exist
+		if len(kvs) > 0 {
+			rev = kvs[0].ModRevision
+			if cur, err := registry.DecodeMember(kvs[0].Value); err == nil && cur.Incarnation != "" && cur.Incarnation != m.Incarnation {
+				return registry.InUse(m, cur.Incarnation)
+			}
+		}
+		tx, err := r.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+			Then(clientv3.OpPut(key, string(data), clientv3.WithLease(lease))).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		if err != nil {
+			return fmt.Errorf("registry: heartbeat of %s: %w", m.ID, err)
+		}
+		if tx.Succeeded {
+			return nil
+		}
+		kvs = tx.Responses[0].GetResponseRange().Kvs // changed since read: compare again
+	}
+}
+
+// memberKey names a member's lease: two processes that share a registry
+// and an id are two members, and one never renews the other's lease.
+type memberKey struct{ id, incarnation string }
+
+func (r *etcdRegistry) forgetLease(mk memberKey) (clientv3.LeaseID, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	lease, ok := r.leases[id]
-	delete(r.leases, id)
+	lease, ok := r.leases[mk]
+	delete(r.leases, mk)
 	return lease, ok
 }
 
@@ -219,7 +263,16 @@ func (r *etcdRegistry) Leave(ctx context.Context, id string) error {
 	if _, err := r.cli.Delete(ctx, r.membersPrefix+id); err != nil {
 		return fmt.Errorf("registry: leave of %s: %w", id, err)
 	}
-	if lease, ok := r.forgetLease(id); ok {
+	r.mu.Lock()
+	var leases []clientv3.LeaseID
+	for mk, lease := range r.leases {
+		if mk.id == id {
+			leases = append(leases, lease)
+			delete(r.leases, mk)
+		}
+	}
+	r.mu.Unlock()
+	for _, lease := range leases {
 		_, _ = r.cli.Revoke(ctx, lease) // its key is gone already; the lease would expire
 	}
 	return nil

@@ -62,6 +62,7 @@ func Run(t *testing.T, newNamespace func(t *testing.T) Namespace) {
 		{"WatchLossy", testWatchLossy},
 		{"WatchEnds", testWatchEnds},
 		{"Heartbeat", testHeartbeat},
+		{"MemberIDInUse", testMemberIDInUse},
 		{"Lock", testLock},
 		{"LockExpires", testLockExpires},
 		{"Close", testClose},
@@ -478,6 +479,108 @@ func testHeartbeat(t *testing.T, ns Namespace) {
 	}
 	if err := a.Heartbeat(ctxFor(t), registry.Member{}); !errors.Is(err, registry.ErrInvalidArgument) {
 		t.Fatalf("Heartbeat without an ID: %v, want ErrInvalidArgument", err)
+	}
+}
+
+// testMemberIDInUse: a heartbeat is a compare-and-set on the incarnation.
+// A live entry of another incarnation refuses it (ErrMemberIDInUse,
+// keeping the entry); an entry that left, expired, or has no incarnation
+// is taken over.
+func testMemberIDInUse(t *testing.T, ns Namespace) {
+	// a and b's entries must stay live while the test runs, however
+	// loaded the machine: their lease is the suite's whole deadline (they
+	// leave at the end). c's expires.
+	const ttl = time.Second
+	a, _ := ns(Open{MemberTTL: 3 * deadline})
+	b, _ := ns(Open{MemberTTL: 3 * deadline})
+	c, _ := ns(Open{MemberTTL: ttl})
+	incarnations := func(r registry.Registry) string {
+		t.Helper()
+		ms, err := r.Members(ctxFor(t))
+		if err != nil {
+			t.Fatalf("Members: %v", err)
+		}
+		var s []string
+		for _, m := range ms {
+			s = append(s, m.ID+"="+m.Incarnation)
+		}
+		return strings.Join(s, ",")
+	}
+	beat := func(r registry.Registry, m registry.Member) {
+		t.Helper()
+		if err := r.Heartbeat(ctxFor(t), m); err != nil {
+			t.Fatalf("Heartbeat(%s, %q): %v", m.ID, m.Incarnation, err)
+		}
+	}
+	refused := func(r registry.Registry, m registry.Member) {
+		t.Helper()
+		if err := r.Heartbeat(ctxFor(t), m); !errors.Is(err, registry.ErrMemberIDInUse) {
+			t.Fatalf("Heartbeat(%s, %q) over a live entry of another incarnation: %v, want ErrMemberIDInUse", m.ID, m.Incarnation, err)
+		}
+	}
+	p1 := registry.Member{ID: "p", Incarnation: "one", Epoch: 1, Phase: registry.Stable}
+	p2 := registry.Member{ID: "p", Incarnation: "two", Epoch: 2, Phase: registry.Prepare}
+	beat(a, p1)
+	refused(b, p2)
+	refused(a, p2) // through the same registry too: it is the process, not the client, that counts
+	refused(b, registry.Member{ID: "p"})
+	if got := incarnations(b); got != "p=one" {
+		t.Fatalf("Members after refused heartbeats = %s, want p=one", got)
+	}
+	if ms, err := b.Members(ctxFor(t)); err != nil || len(ms) != 1 || ms[0].Version() != p1.Version() {
+		t.Fatalf("Members after refused heartbeats = %+v, %v: want p1's version %s kept", ms, err, p1.Version())
+	}
+	beat(a, p1) // its own incarnation renews it
+
+	// An entry with no incarnation (an older version's) is taken over.
+	beat(a, registry.Member{ID: "q", Epoch: 1, Phase: registry.Stable})
+	beat(b, registry.Member{ID: "q", Incarnation: "three", Epoch: 1, Phase: registry.Stable})
+	if got := incarnations(a); got != "p=one,q=three" {
+		t.Fatalf("Members after taking over q = %s, want p=one,q=three", got)
+	}
+
+	// An entry that left is taken over, and its old incarnation is then
+	// refused: the id is another process's now.
+	if err := a.Leave(ctxFor(t), "p"); err != nil {
+		t.Fatal(err)
+	}
+	beat(b, p2)
+	refused(a, p1)
+	if got := incarnations(a); got != "p=two,q=three" {
+		t.Fatalf("Members after p was taken over = %s, want p=two,q=three", got)
+	}
+
+	// An entry that expired is taken over: r's first incarnation stops
+	// beating, and the second's heartbeats are refused until it expires.
+	beat(c, registry.Member{ID: "r", Incarnation: "old"})
+	tick := time.NewTicker(ttl / 4)
+	defer tick.Stop()
+	timer := time.NewTimer(deadline)
+	defer timer.Stop()
+	for {
+		err := b.Heartbeat(ctxFor(t), registry.Member{ID: "r", Incarnation: "new"})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, registry.ErrMemberIDInUse) {
+			t.Fatalf("Heartbeat(r, new): %v", err)
+		}
+		select {
+		case <-tick.C:
+		case <-timer.C:
+			t.Fatalf("r's expired entry was not taken over within %v (ttl %v)", deadline, ttl)
+		}
+	}
+	if got := incarnations(c); got != "p=two,q=three,r=new" {
+		t.Fatalf("Members after r expired and was taken over = %s, want p=two,q=three,r=new", got)
+	}
+	if err := a.Leave(ctxFor(t), "p"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"q", "r"} {
+		if err := b.Leave(ctxFor(t), id); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
