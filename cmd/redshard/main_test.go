@@ -120,6 +120,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"bench", "--compare", "goredis-autopipeline", "--add-shard-at", "1s"}, "first shard alone"},
 		{[]string{"bench", "--compare", "goredis-ring,goredis-autopipeline", "--kill-shard-at", "1s"}, "first shard alone"},
 		{[]string{"bench", "--shards", "2", "--weights", "1,1,2"}, "--weights has 3"},
+		// The client-side caches need CLIENT TRACKING, which embedded shards lack.
+		{[]string{"bench", "--compare", "rueidis-csc-per-shard"}, "need real servers"},
+		{[]string{"bench", "--compare", "goredis-ring,goredis-csc-per-shard"}, "need real servers"},
+		{[]string{"bench", "--shard", "a=h:1", "--compare", "goredis-csc-per-shard", "--mget", "4"}, "no --mget"},
+		{[]string{"bench", "--shard", "a=h:1", "--compare", "rueidis-csc-per-shard", "--add-shard-at", "1s", "--add-shard", "b=h:2"}, "fixed set of shards"},
+		{[]string{"bench", "--compare", "rueidis-csc-per-shard,rueidis-csc-per-shard"}, "named twice"},
 		{[]string{"bench", "--shard", "a=h:1", "--kill-shard-at", "1s"}, "embedded"},
 		{[]string{"bench", "--shard", "a=h:1", "--add-shard-at", "1s"}, "--add-shard name="},
 		{[]string{"bench", "--add-shard", "b=h:2"}, "--add-shard names one"},

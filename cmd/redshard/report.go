@@ -119,6 +119,7 @@ func (r *result) metrics() [][2]string {
 		{"busiest/mean", fmt.Sprintf("%.2f (%s)", ratio, busiest)},
 		{"max share/weight share", r.weightedPeak()},
 		{"served locally", fmt.Sprint(t.local)},
+		{"GETs served locally", r.localShare()},
 	}
 	if r.celebrity {
 		m = append(m, [2]string{"celebrity sent", fmt.Sprintf("%d GETs, %d in MGETs", r.watched, r.watchedMGet)})
@@ -136,6 +137,19 @@ func (r *result) metrics() [][2]string {
 		}
 	}
 	return m
+}
+
+// localShare is the fraction of the keys read that the client's cache
+// answered, with the counts it comes from, or "-" without a cache.
+func (r *result) localShare() string {
+	if r.cacheHits < 0 {
+		return "-"
+	}
+	keys := r.t.reads * int64(max(1, r.mget))
+	if keys == 0 {
+		return fmt.Sprintf("- (%d cache hits, no reads)", r.cacheHits)
+	}
+	return fmt.Sprintf("%.3f (%d/%d)", float64(r.cacheHits)/float64(keys), r.cacheHits, keys)
 }
 
 // invalidationSummary counts the shards in each InvalidationState:
