@@ -397,30 +397,48 @@ func (fl *fleet) checkKeysFree(ctx context.Context, keys []string) error {
 	return nil
 }
 
-// serverCPU returns the CPU time (used_cpu_user + used_cpu_sys of INFO
-// cpu) the real shards have used since they started, or -1 with embedded
-// shards (their CPU is the process's) or when a shard does not say.
-func (fl *fleet) serverCPU(ctx context.Context) time.Duration {
+// serverStats returns what the real shards have done since they started:
+// their CPU time (used_cpu_user + used_cpu_sys of INFO cpu) and the
+// commands they ran (the calls of INFO commandstats, INFO itself left out:
+// the bench sends it). Each is -1 with embedded shards (their CPU is the
+// process's, and they keep no command counts) or when a shard does not say.
+func (fl *fleet) serverStats(ctx context.Context) (cpu time.Duration, cmds int64) {
 	if fl.embedded() {
-		return -1
+		return -1, -1
 	}
-	var total time.Duration
 	for _, s := range append(fl.shards(), fl.extra...) {
 		c := redis.NewClient(fl.shardOptions(s))
-		info, err := c.InfoMap(ctx, "cpu").Result()
+		info, err := c.InfoMap(ctx, "cpu", "commandstats").Result()
 		_ = c.Close()
 		if err != nil {
-			return -1
+			return -1, -1
 		}
 		for _, field := range []string{"used_cpu_user", "used_cpu_sys"} {
 			sec, err := strconv.ParseFloat(info["CPU"][field], 64)
-			if err != nil {
-				return -1
+			if err != nil || cpu < 0 {
+				cpu = -1
+				continue
 			}
-			total += time.Duration(sec * float64(time.Second))
+			cpu += time.Duration(sec * float64(time.Second))
+		}
+		stats := info["Commandstats"]
+		if len(stats) == 0 {
+			cmds = -1
+		}
+		for name, v := range stats {
+			if name == "cmdstat_info" || cmds < 0 {
+				continue
+			}
+			calls, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
+			n, err := strconv.ParseInt(calls, 10, 64)
+			if err != nil || !strings.HasPrefix(v, "calls=") {
+				cmds = -1
+				continue
+			}
+			cmds += n
 		}
 	}
-	return total
+	return cpu, cmds
 }
 
 // deleteKeys deletes keys from every shard (those a run may add included).
@@ -800,6 +818,7 @@ type result struct {
 	cpu         time.Duration // the process's CPU time (user+system) during the run
 	cpuUser     time.Duration // the user-mode part of cpu
 	serverCPU   time.Duration // the real shards' CPU time during the run (INFO cpu), 0 if unknown
+	serverCmds  int64         // the commands the real shards ran during the run (INFO commandstats), -1 if unknown
 	cacheHits   int64         // reads the client's cache answered during the run (cachingTarget); -1: no cache
 	mget        int           // keys per read (1: GETs)
 }
@@ -914,7 +933,7 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 	timelineC := sampler(cnt, sampleStep, stop)
 	start := time.Now()
 	user0, sys0 := processCPU()
-	srv0 := fl.serverCPU(ctx)
+	srv0, srvCmds0 := fl.serverStats(ctx)
 	cache, _ := tg.(cachingTarget)
 	var hits0 int64
 	if cache != nil {
@@ -932,9 +951,13 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 	res.elapsed = time.Since(start)
 	user1, sys1 := processCPU()
 	res.cpu, res.cpuUser = user1-user0+sys1-sys0, user1-user0
-	if srv0 >= 0 {
-		if srv1 := fl.serverCPU(ctx); srv1 >= srv0 {
+	res.serverCmds = -1
+	if srv1, srvCmds1 := fl.serverStats(ctx); srv0 >= 0 || srvCmds0 >= 0 {
+		if srv0 >= 0 && srv1 >= srv0 {
 			res.serverCPU = srv1 - srv0
+		}
+		if srvCmds0 >= 0 && srvCmds1 >= srvCmds0 {
+			res.serverCmds = srvCmds1 - srvCmds0
 		}
 	}
 	res.tl = <-timelineC

@@ -525,6 +525,18 @@ func TestBenchCompareClientSideCaches(t *testing.T) {
 			}
 		}
 	}
+	// The servers ran at least the commands the shard clients were handed
+	// (a rueidis miss is five: CLIENT CACHING YES, MULTI, PTTL, GET, EXEC).
+	row = regexp.MustCompile(`(?m)^server commands per op\s.*$`).FindString(out)
+	cmds := regexp.MustCompile(`(\d+\.\d\d) \((\d+)\)`).FindAllStringSubmatch(row, -1)
+	if len(cmds) != 3 {
+		t.Fatalf("want server commands per op of each system in %q", row)
+	}
+	for i, m := range cmds {
+		if n, _ := strconv.ParseInt(m[2], 10, 64); n < acc[i].commands || n == 0 {
+			t.Errorf("%s: the servers ran %d commands, the shard clients were handed %d", systems[i], n, acc[i].commands)
+		}
+	}
 	for _, s := range []*redistest.Server{a, b} {
 		if n := s.Client(t).DBSize(t.Context()).Val(); n != 0 {
 			t.Errorf("%s holds %d keys after the run", s.Addr(), n)

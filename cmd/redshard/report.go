@@ -105,6 +105,7 @@ func (r *result) metrics() [][2]string {
 		{"CPU per op", perOp(r.cpu, r.t.ops)},
 		{"  of it user mode", perOp(r.cpuUser, r.t.ops)},
 		{"server CPU per op", perOp(r.serverCPU, r.t.ops)}, // all real shards together; "-" embedded
+		{"server commands per op", r.serverCommandsPerOp()},
 		{"latency p50", fmtDur(t.hist.quantile(0.5))},
 		{"latency p99", fmtDur(t.hist.quantile(0.99))},
 		{"latency p999", fmtDur(t.hist.quantile(0.999))},
@@ -137,6 +138,16 @@ func (r *result) metrics() [][2]string {
 		}
 	}
 	return m
+}
+
+// serverCommandsPerOp is the commands the real shards ran per operation
+// (INFO commandstats, every client's, on the wire: a MULTI and its EXEC
+// count), with the count, or "-" where it is unknown.
+func (r *result) serverCommandsPerOp() string {
+	if r.serverCmds < 0 || r.t.ops == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f (%d)", float64(r.serverCmds)/float64(r.t.ops), r.serverCmds)
 }
 
 // localShare is the fraction of the keys read that the client's cache
