@@ -95,8 +95,11 @@ rueidis's DoCache per shard (OPTIN tracking, rueidis's default, with a
 1-minute client-side TTL) and go-redis's own cache per shard
 (Options.ClientSideCacheConfig at its defaults, RESP3). Every run with a
 local cache reports "GETs served locally": the fraction of the reads its
-cache answered, as the cache counts them (redshard: HotStats.CacheHits;
-rueidis: RedisResult.IsCacheHit; go-redis: CSCStats().Hits). Give several as
+cache answered, as the cache counts them (redshard: HotStats.CacheHits,
+without the reads that waited for another caller's refill, which its
+"coalesced" row counts; rueidis: RedisResult.IsCacheHit and go-redis:
+CSCStats().Hits, both with the reads that waited for another caller's
+fill). Give several as
 --compare goredis-ring,goredis-autopipeline,goredis-autopipeline-per-shard,rueidis-per-shard,
 rueidis-csc-per-shard,goredis-csc-per-shard.
 Real shards also report the servers' CPU per operation (INFO cpu). --png FILE
@@ -893,7 +896,7 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 			return nil, err
 		}
 		tg = t
-		res.setting = "a go-redis client per shard with ClientSideCacheConfig (its defaults), RESP3, keys placed by redshard's ring by hand; its cache hits pass the hooks, so they are moved from shard commands to served locally by its CSCStats"
+		res.setting = "a go-redis client per shard with ClientSideCacheConfig (its defaults), RESP3, keys placed by redshard's ring by hand; its cache hits pass the hooks, so they are moved from shard commands to served locally by its CSCStats (the load chart still counts them)"
 	case "goredis-autopipeline":
 		t, err := newAutoPipelineTarget(fl, cnt)
 		if err != nil {
