@@ -90,8 +90,20 @@ is sharding by hand with go-redis's AutoPipeline of each shard's client,
 keys placed by redshard's ring: auto-pipelining over the same shards
 without redshard's routing; rueidis-per-shard is the same with a rueidis
 client per shard (DisableCache), which pipelines concurrent callers on its
-own. Give several as
---compare goredis-ring,goredis-autopipeline,goredis-autopipeline-per-shard,rueidis-per-shard.
+own. rueidis-csc-per-shard and goredis-csc-per-shard are the client-side
+caches users compare redshard's LocalCache with, sharded by hand the same
+way (real servers only: they need CLIENT TRACKING and RESP3):
+rueidis's DoCache per shard (OPTIN tracking, rueidis's default, with a
+1-minute client-side TTL) and go-redis's own cache per shard
+(Options.ClientSideCacheConfig at its defaults, RESP3). Every run with a
+local cache reports "GETs served locally": the fraction of the reads its
+cache answered, as the cache counts them (redshard: HotStats.CacheHits,
+without the reads that waited for another caller's refill, which its
+"coalesced" row counts; rueidis: RedisResult.IsCacheHit and go-redis:
+CSCStats().Hits, both with the reads that waited for another caller's
+fill). Give several as
+--compare goredis-ring,goredis-autopipeline,goredis-autopipeline-per-shard,rueidis-per-shard,
+rueidis-csc-per-shard,goredis-csc-per-shard.
 Real shards also report the servers' CPU per operation (INFO cpu). --png FILE
 draws FILE-load.png (commands per 100ms per shard), FILE-latency.png and
 FILE-throughput.png (ops/s and CPU per op of each run).
@@ -116,7 +128,7 @@ includes the servers, which run in this process).`)
 	f.DurationVar(&c.killAt, "kill-shard-at", 0, "close embedded shard-0 this long into the run")
 	f.StringVar(&c.png, "png", "", "draw charts to `FILE`-load.png, FILE-latency.png and FILE-throughput.png")
 	var compare string
-	f.StringVar(&compare, "compare", "", "also run the workload through these `systems`, comma-separated: goredis-ring (go-redis's redis.Ring), goredis-autopipeline (go-redis's AutoPipeline on the first shard alone), goredis-autopipeline-per-shard (go-redis's AutoPipeline of each shard's client, keys placed by redshard's ring), rueidis-per-shard (a rueidis client per shard, DisableCache, keys placed by redshard's ring)")
+	f.StringVar(&compare, "compare", "", "also run the workload through these `systems`, comma-separated: goredis-ring (go-redis's redis.Ring), goredis-autopipeline (go-redis's AutoPipeline on the first shard alone), goredis-autopipeline-per-shard (go-redis's AutoPipeline of each shard's client, keys placed by redshard's ring), rueidis-per-shard (a rueidis client per shard, DisableCache, keys placed by redshard's ring), rueidis-csc-per-shard (a rueidis client per shard, DoCache with OPTIN tracking and a 1-minute TTL, keys placed by redshard's ring; real servers only), goredis-csc-per-shard (a go-redis client per shard with its ClientSideCacheConfig, RESP3, keys placed by redshard's ring; real servers only)")
 	f.BoolVar(&c.first, "compare-first", false, "with --compare, run the comparisons before redshard (to check the order does not matter)")
 	f.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole command to `file` (go tool pprof)")
 	f.BoolVar(&c.preload, "preload", true, "write every key before the run, so reads hit")
@@ -138,7 +150,8 @@ includes the servers, which run in this process).`)
 		return usagef("--fullduplex needs --autopipeline")
 	}
 	oneServer := slices.Contains(c.compare, "goredis-autopipeline")
-	perShard := slices.Contains(c.compare, "goredis-autopipeline-per-shard") || slices.Contains(c.compare, "rueidis-per-shard")
+	perShard := slices.ContainsFunc(c.compare, func(s string) bool { return strings.HasSuffix(s, "-per-shard") })
+	csc := slices.ContainsFunc(c.compare, func(s string) bool { return strings.HasSuffix(s, "-csc-per-shard") })
 	switch {
 	case c.duration <= 0:
 		return usagef("--duration %v: must be positive", c.duration)
@@ -161,9 +174,11 @@ includes the servers, which run in this process).`)
 	case oneServer && (c.addAt > 0 || c.killAt > 0):
 		return usagef("--compare goredis-autopipeline runs on the first shard alone: it has no shard to add, and --kill-shard-at would kill its only server")
 	case perShard && (c.addAt > 0 || c.killAt > 0):
-		return usagef("--compare goredis-autopipeline-per-shard and rueidis-per-shard shard by hand over a fixed set of shards: no --add-shard-at or --kill-shard-at")
+		return usagef("--compare %s: the *-per-shard systems shard by hand over a fixed set of shards: no --add-shard-at or --kill-shard-at", compare)
 	case perShard && c.wl.mget > 1:
-		return usagef("--compare goredis-autopipeline-per-shard and rueidis-per-shard send single-key commands only: no --mget")
+		return usagef("--compare %s: the *-per-shard systems send single-key commands only: no --mget", compare)
+	case csc && !c.src.given():
+		return usagef("--compare %s: rueidis-csc-per-shard and goredis-csc-per-shard need real servers (--config or --shard): embedded shards have no CLIENT TRACKING", compare)
 	}
 	// A chart file that cannot be written fails now, not after the run.
 	var charts *chartFiles
@@ -386,30 +401,48 @@ func (fl *fleet) checkKeysFree(ctx context.Context, keys []string) error {
 	return nil
 }
 
-// serverCPU returns the CPU time (used_cpu_user + used_cpu_sys of INFO
-// cpu) the real shards have used since they started, or -1 with embedded
-// shards (their CPU is the process's) or when a shard does not say.
-func (fl *fleet) serverCPU(ctx context.Context) time.Duration {
+// serverStats returns what the real shards have done since they started:
+// their CPU time (used_cpu_user + used_cpu_sys of INFO cpu) and the
+// commands they ran (the calls of INFO commandstats, INFO itself left out:
+// the bench sends it). Each is -1 with embedded shards (their CPU is the
+// process's, and they keep no command counts) or when a shard does not say.
+func (fl *fleet) serverStats(ctx context.Context) (cpu time.Duration, cmds int64) {
 	if fl.embedded() {
-		return -1
+		return -1, -1
 	}
-	var total time.Duration
 	for _, s := range append(fl.shards(), fl.extra...) {
 		c := redis.NewClient(fl.shardOptions(s))
-		info, err := c.InfoMap(ctx, "cpu").Result()
+		info, err := c.InfoMap(ctx, "cpu", "commandstats").Result()
 		_ = c.Close()
 		if err != nil {
-			return -1
+			return -1, -1
 		}
 		for _, field := range []string{"used_cpu_user", "used_cpu_sys"} {
 			sec, err := strconv.ParseFloat(info["CPU"][field], 64)
-			if err != nil {
-				return -1
+			if err != nil || cpu < 0 {
+				cpu = -1
+				continue
 			}
-			total += time.Duration(sec * float64(time.Second))
+			cpu += time.Duration(sec * float64(time.Second))
+		}
+		stats := info["Commandstats"]
+		if len(stats) == 0 {
+			cmds = -1
+		}
+		for name, v := range stats {
+			if name == "cmdstat_info" || cmds < 0 {
+				continue
+			}
+			calls, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
+			n, err := strconv.ParseInt(calls, 10, 64)
+			if err != nil || !strings.HasPrefix(v, "calls=") {
+				cmds = -1
+				continue
+			}
+			cmds += n
 		}
 	}
-	return total
+	return cpu, cmds
 }
 
 // deleteKeys deletes keys from every shard (those a run may add included).
@@ -544,7 +577,34 @@ func (t *redshardTarget) hotStats() *redshard.HotStats {
 	return &st
 }
 
+// cacheHits returns the LocalCache's hits (HotStats.CacheHits); false
+// without LocalCache.
+func (t *redshardTarget) cacheHits() (int64, bool) {
+	st := t.c.Stats().Hot
+	if st.Mitigation != redshard.LocalCache {
+		return 0, false
+	}
+	return st.CacheHits, true
+}
+
 func (t *redshardTarget) close() error { return t.c.Close() }
+
+// cachingTarget is a target that may have a client-side cache.
+type cachingTarget interface {
+	// cacheHits returns how many reads (keys of an MGET each) the
+	// client's cache has answered since the client was made, as the cache
+	// counts them; false when the client has no cache.
+	cacheHits() (int64, bool)
+}
+
+// hooksSeeHits is a target whose shard clients' hooks see the reads their
+// cache answers (go-redis's own cache): the counting hook counts each as
+// a command handed to the shard client.
+type hooksSeeHits interface {
+	// shardHits returns, per shard name, the reads the cache of the
+	// shard's client has answered since it was made.
+	shardHits() map[string]int64
+}
 
 // ringTarget is go-redis's redis.Ring over the same shards, its shard
 // clients counting commands under the shards' names.
@@ -699,7 +759,7 @@ func (t *perShardAPTarget) hotStats() *redshard.HotStats { return nil }
 func (t *perShardAPTarget) close() error { return t.c.Close() }
 
 // compareSystems are the clients --compare can run besides redshard.
-var compareSystems = []string{"goredis-ring", "goredis-autopipeline", "goredis-autopipeline-per-shard", "rueidis-per-shard"}
+var compareSystems = []string{"goredis-ring", "goredis-autopipeline", "goredis-autopipeline-per-shard", "rueidis-per-shard", "rueidis-csc-per-shard", "goredis-csc-per-shard"}
 
 // parseCompare parses --compare: comparison systems, comma-separated, each
 // at most once.
@@ -762,6 +822,9 @@ type result struct {
 	cpu         time.Duration // the process's CPU time (user+system) during the run
 	cpuUser     time.Duration // the user-mode part of cpu
 	serverCPU   time.Duration // the real shards' CPU time during the run (INFO cpu), 0 if unknown
+	serverCmds  int64         // the commands the real shards ran during the run (INFO commandstats), -1 if unknown
+	cacheHits   int64         // reads the client's cache answered during the run (cachingTarget); -1: no cache
+	mget        int           // keys per read (1: GETs)
 }
 
 // runOne runs the workload through one system on fresh (or, for real
@@ -815,12 +878,26 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 		tg = t
 		res.setting = "go-redis's AutoPipeline of each shard's client, keys placed by redshard's ring by hand; no redshard routing, no hot-key mitigation"
 	case "rueidis-per-shard":
-		t, err := newRueidisPerShardTarget(fl, cnt)
+		t, err := newRueidisPerShardTarget(fl, cnt, false)
 		if err != nil {
 			return nil, err
 		}
 		tg = t
 		res.setting = "a rueidis client (DisableCache) per shard, keys placed by redshard's ring by hand; no redshard routing, no hot-key mitigation"
+	case "rueidis-csc-per-shard":
+		t, err := newRueidisPerShardTarget(fl, cnt, true)
+		if err != nil {
+			return nil, err
+		}
+		tg = t
+		res.setting = fmt.Sprintf("a rueidis client per shard, GETs by DoCache (OPTIN tracking, TTL %v), keys placed by redshard's ring by hand; a miss counts as one command (on the wire: CLIENT CACHING YES, MULTI, PTTL, GET, EXEC)", rueidisCacheTTL)
+	case "goredis-csc-per-shard":
+		t, err := newGoredisCSCPerShardTarget(fl, cnt)
+		if err != nil {
+			return nil, err
+		}
+		tg = t
+		res.setting = "a go-redis client per shard with ClientSideCacheConfig (its defaults), RESP3, keys placed by redshard's ring by hand; its cache hits pass the hooks, so they are moved from shard commands to served locally by its CSCStats (the load chart still counts them)"
 	case "goredis-autopipeline":
 		t, err := newAutoPipelineTarget(fl, cnt)
 		if err != nil {
@@ -860,7 +937,17 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 	timelineC := sampler(cnt, sampleStep, stop)
 	start := time.Now()
 	user0, sys0 := processCPU()
-	srv0 := fl.serverCPU(ctx)
+	srv0, srvCmds0 := fl.serverStats(ctx)
+	cache, _ := tg.(cachingTarget)
+	var hits0 int64
+	if cache != nil {
+		hits0, _ = cache.cacheHits()
+	}
+	var shardHits0 map[string]int64
+	hooked, _ := tg.(hooksSeeHits)
+	if hooked != nil {
+		shardHits0 = hooked.shardHits()
+	}
 	run := load(ctx, tg.kv(), &c.wl, keys, value, stop, nil)
 	c.events(ctx, start, tg, fl, res)
 	close(stop)
@@ -868,13 +955,30 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 	res.elapsed = time.Since(start)
 	user1, sys1 := processCPU()
 	res.cpu, res.cpuUser = user1-user0+sys1-sys0, user1-user0
-	if srv0 >= 0 {
-		if srv1 := fl.serverCPU(ctx); srv1 >= srv0 {
+	res.serverCmds = -1
+	if srv1, srvCmds1 := fl.serverStats(ctx); srv0 >= 0 || srvCmds0 >= 0 {
+		if srv0 >= 0 && srv1 >= srv0 {
 			res.serverCPU = srv1 - srv0
+		}
+		if srvCmds0 >= 0 && srvCmds1 >= srvCmds0 {
+			res.serverCmds = srvCmds1 - srvCmds0
 		}
 	}
 	res.tl = <-timelineC
 	res.hot = tg.hotStats()
+	res.cacheHits = -1
+	if cache != nil {
+		if hits1, ok := cache.cacheHits(); ok {
+			res.cacheHits = hits1 - hits0
+		}
+	}
+	var hitsByShard map[string]int64
+	if hooked != nil {
+		hitsByShard = hooked.shardHits()
+		for name, h := range hitsByShard {
+			hitsByShard[name] = h - shardHits0[name]
+		}
+	}
 	// Closing waits for the flights the client runs for callers, so every
 	// command they send is counted before the totals are taken.
 	closed = true
@@ -908,6 +1012,15 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 			res.noCheck = "not kept: batches carry no operation's trace, so which operations reached no shard is unknown"
 		}
 	}
+	if hitsByShard != nil {
+		// The hooks counted the cache's hits as commands handed to the
+		// shard client: they are the reads served locally.
+		for i := range res.shards {
+			h := hitsByShard[res.shards[i].name]
+			res.shards[i].traced -= h
+			res.t.local += h
+		}
+	}
 	for i := range res.shards { // elsewhere: preloading, cleanup, ... (none during a run)
 		res.shards[i].untraced += res.shards[i].batched
 	}
@@ -917,6 +1030,7 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 		res.watchedMGet += s.watchedMGet
 	}
 	res.celebrity = c.wl.kind == "celebrity"
+	res.mget = max(1, c.wl.mget)
 	return res, nil
 }
 

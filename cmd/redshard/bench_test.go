@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/redshard/redshard/internal/redistest"
 )
 
 var checkLine = regexp.MustCompile(`(?m)^check (\S+): ops (\d+) = shard commands (\d+) \+ served locally (\d+) \+ refused (\d+) - extra (\d+): (\w+)$`)
@@ -472,6 +474,72 @@ func TestBenchCompareRueidisPerShard(t *testing.T) {
 		code, _, errOut := runCmd(t, benchArgs(append(args, "--compare", "rueidis-per-shard")...)...)
 		if code != exitUsage || !strings.Contains(errOut, "rueidis-per-shard") {
 			t.Errorf("%v with rueidis-per-shard: exit %d, %s", args, code, errOut)
+		}
+	}
+}
+
+// TestBenchCompareClientSideCaches: on real servers, rueidis's and
+// go-redis's client-side caches per shard run in the same invocation as
+// redshard's LocalCache, and every run with a cache reports the share of
+// its GETs the cache answered, with the counts it comes from: for the two
+// peers, exactly the operations the accounting line says were served
+// locally.
+func TestBenchCompareClientSideCaches(t *testing.T) {
+	a, b := redistest.Start(t), redistest.Start(t)
+	code, out, errOut := runCmd(t, "bench", "--duration", "1s", "--concurrency", "4", "--keys", "2000", "--prefix", "t:",
+		"--workload", "zipf", "--zipf-s", "1.2", "--mitigation", "local-cache",
+		"--compare", "rueidis-csc-per-shard,goredis-csc-per-shard", "--shard", "a="+a.Addr(), "--shard", "b="+b.Addr())
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	acc := parseChecks(t, out)
+	var systems []string
+	for _, a := range acc {
+		systems = append(systems, a.system)
+		if a.verdict != "ok" || a.ops == 0 {
+			t.Errorf("%s: accounting %+v", a.system, a)
+		}
+	}
+	if want := []string{"redshard", "rueidis-csc-per-shard", "goredis-csc-per-shard"}; !slices.Equal(systems, want) {
+		t.Fatalf("systems run: %q, want %q", systems, want)
+	}
+	row := regexp.MustCompile(`(?m)^GETs served locally\s.*$`).FindString(out)
+	reads := regexp.MustCompile(`(?m)^reads\s.*$`).FindString(out)
+	shares := regexp.MustCompile(`(\d+\.\d{3}) \((\d+)/(\d+)\)`).FindAllStringSubmatch(row, -1)
+	if len(shares) != 3 || reads == "" {
+		t.Fatalf("want a share per system in %q (reads %q):\n%s", row, reads, out)
+	}
+	readCells := strings.Fields(reads)[1:]
+	for i, m := range shares {
+		share, _ := strconv.ParseFloat(m[1], 64)
+		hits, _ := strconv.ParseInt(m[2], 10, 64)
+		keys, _ := strconv.ParseInt(m[3], 10, 64)
+		if share < 0 || share > 1 || strconv.FormatInt(keys, 10) != readCells[i] {
+			t.Errorf("%s: share %s (%d/%d), reads %s", systems[i], m[1], hits, keys, readCells[i])
+		}
+		if i > 0 {
+			// The peers' caches answered the repeated reads of the
+			// Zipf head, and each such read reached no shard.
+			if hits == 0 || hits != acc[i].local {
+				t.Errorf("%s: %d cache hits, %d operations served locally", systems[i], hits, acc[i].local)
+			}
+		}
+	}
+	// The servers ran at least the commands the shard clients were handed
+	// (a rueidis miss is five: CLIENT CACHING YES, MULTI, PTTL, GET, EXEC).
+	row = regexp.MustCompile(`(?m)^server commands per op\s.*$`).FindString(out)
+	cmds := regexp.MustCompile(`(\d+\.\d\d) \((\d+)\)`).FindAllStringSubmatch(row, -1)
+	if len(cmds) != 3 {
+		t.Fatalf("want server commands per op of each system in %q", row)
+	}
+	for i, m := range cmds {
+		if n, _ := strconv.ParseInt(m[2], 10, 64); n < acc[i].commands || n == 0 {
+			t.Errorf("%s: the servers ran %d commands, the shard clients were handed %d", systems[i], n, acc[i].commands)
+		}
+	}
+	for _, s := range []*redistest.Server{a, b} {
+		if n := s.Client(t).DBSize(t.Context()).Val(); n != 0 {
+			t.Errorf("%s holds %d keys after the run", s.Addr(), n)
 		}
 	}
 }

@@ -105,6 +105,7 @@ func (r *result) metrics() [][2]string {
 		{"CPU per op", perOp(r.cpu, r.t.ops)},
 		{"  of it user mode", perOp(r.cpuUser, r.t.ops)},
 		{"server CPU per op", perOp(r.serverCPU, r.t.ops)}, // all real shards together; "-" embedded
+		{"server commands per op", r.serverCommandsPerOp()},
 		{"latency p50", fmtDur(t.hist.quantile(0.5))},
 		{"latency p99", fmtDur(t.hist.quantile(0.99))},
 		{"latency p999", fmtDur(t.hist.quantile(0.999))},
@@ -119,6 +120,7 @@ func (r *result) metrics() [][2]string {
 		{"busiest/mean", fmt.Sprintf("%.2f (%s)", ratio, busiest)},
 		{"max share/weight share", r.weightedPeak()},
 		{"served locally", fmt.Sprint(t.local)},
+		{"GETs served locally", r.localShare()},
 	}
 	if r.celebrity {
 		m = append(m, [2]string{"celebrity sent", fmt.Sprintf("%d GETs, %d in MGETs", r.watched, r.watchedMGet)})
@@ -136,6 +138,29 @@ func (r *result) metrics() [][2]string {
 		}
 	}
 	return m
+}
+
+// serverCommandsPerOp is the commands the real shards ran per operation
+// (INFO commandstats, every client's, on the wire: a MULTI and its EXEC
+// count), with the count, or "-" where it is unknown.
+func (r *result) serverCommandsPerOp() string {
+	if r.serverCmds < 0 || r.t.ops == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f (%d)", float64(r.serverCmds)/float64(r.t.ops), r.serverCmds)
+}
+
+// localShare is the fraction of the keys read that the client's cache
+// answered, with the counts it comes from, or "-" without a cache.
+func (r *result) localShare() string {
+	if r.cacheHits < 0 {
+		return "-"
+	}
+	keys := r.t.reads * int64(max(1, r.mget))
+	if keys == 0 {
+		return fmt.Sprintf("- (%d cache hits, no reads)", r.cacheHits)
+	}
+	return fmt.Sprintf("%.3f (%d/%d)", float64(r.cacheHits)/float64(keys), r.cacheHits, keys)
 }
 
 // invalidationSummary counts the shards in each InvalidationState:

@@ -39,7 +39,7 @@ type workload struct {
 
 func (w *workload) register(f *flags, defaultKind string) {
 	f.StringVar(&w.kind, "workload", defaultKind, "key popularity: uniform, zipf or celebrity (one key takes --celebrity-share of the operations, the rest are uniform)")
-	f.Float64Var(&w.zipfS, "zipf-s", 1.1, "Zipf exponent s (> 1): key of rank k is chosen with probability proportional to 1/k^s")
+	f.Float64Var(&w.zipfS, "zipf-s", 1.1, "Zipf exponent s (> 0): key of rank k is chosen with probability proportional to 1/k^s (YCSB's is 0.99)")
 	f.Float64Var(&w.celebrityShare, "celebrity-share", 0.3, "fraction of the operations on the celebrity key (--workload celebrity)")
 	f.IntVar(&w.keys, "keys", 100000, fmt.Sprintf("number of distinct keys, 2 to %d (their names are held in memory)", maxKeys))
 	f.Float64Var(&w.readRatio, "read-ratio", 0.95, "fraction of operations that are GETs; the others are SETs")
@@ -65,8 +65,8 @@ func (w *workload) check(embedded bool) error {
 	switch {
 	case w.kind != "uniform" && w.kind != "zipf" && w.kind != "celebrity":
 		return usagef("--workload %q: want uniform, zipf or celebrity", w.kind)
-	case !(w.zipfS > 1) || math.IsInf(w.zipfS, 0):
-		return usagef("--zipf-s %g: must be a number greater than 1", w.zipfS)
+	case !(w.zipfS > 0) || math.IsInf(w.zipfS, 0):
+		return usagef("--zipf-s %g: must be a number greater than 0", w.zipfS)
 	case !(w.celebrityShare >= 0 && w.celebrityShare <= 1):
 		return usagef("--celebrity-share %g: want a fraction in [0, 1]", w.celebrityShare)
 	case w.keys < 2 || w.keys > maxKeys:
@@ -121,13 +121,20 @@ func (w *workload) keyNames() []string {
 type generator struct {
 	w    *workload
 	r    *rand.Rand
-	zipf *rand.Zipf
+	zipf *rand.Zipf   // s > 1
+	rank *zipfSampler // s <= 1, which rand.Zipf does not draw
 }
 
 func (w *workload) generator(worker int) *generator {
 	g := &generator{w: w, r: rand.New(rand.NewPCG(w.seed, uint64(worker)))}
-	if w.kind == "zipf" {
+	switch {
+	case w.kind != "zipf":
+	case w.zipfS > 1:
+		// rand.Zipf for the exponents it draws: the sequences of a seed
+		// stay those of earlier versions.
 		g.zipf = rand.NewZipf(g.r, w.zipfS, 1, uint64(w.keys-1))
+	default:
+		g.rank = newZipfSampler(g.r, w.zipfS, uint64(w.keys))
 	}
 	return g
 }
@@ -137,6 +144,9 @@ func (g *generator) next() (key int, write bool) {
 	write = g.r.Float64() >= g.w.readRatio
 	switch g.w.kind {
 	case "zipf":
+		if g.rank != nil {
+			return int(g.rank.rank() - 1), write
+		}
 		return int(g.zipf.Uint64()), write
 	case "celebrity":
 		if g.r.Float64() < g.w.celebrityShare {
