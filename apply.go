@@ -186,7 +186,7 @@ func (d *driver) run(ctx context.Context, doc json.RawMessage) error {
 		}
 		cur = next
 	}
-	if d.client, err = d.newClient(); err != nil {
+	if d.client, err = d.newClient(ctx); err != nil {
 		return err
 	}
 	switch {
@@ -278,17 +278,35 @@ func (d *driver) publish(ctx context.Context, prev, next registry.Config) error 
 	return nil
 }
 
-// newClient makes the driver's own client, a member of the fleet.
-func (d *driver) newClient() (*Client, error) {
+// newClient makes the driver's own client, a member of the fleet. The
+// driver holds the lock, so a live member under its id can only be an
+// earlier run of the same driver that died (killed mid-change, then run
+// again): the registry refuses to let two processes share an id
+// (registry.ErrMemberIDInUse), so the new client waits, within ctx and at
+// most two member lifetimes, for that entry to expire.
+func (d *driver) newClient(ctx context.Context) (*Client, error) {
 	o := d.base
 	o.Shards, o.Registry, o.RingRecipe = nil, d.reg, 0 // the documents name the recipe
 	o.Fleet = &FleetOptions{MemberID: d.opt.Driver + "/apply"}
 	o.HotKeys, o.Load = nil, nil
-	c, err := NewClient(&o)
-	if err != nil {
-		return nil, fmt.Errorf("redshard: apply: the driver's client: %w", err)
+	give := time.Now().Add(2*d.reg.MemberTTL() + time.Second)
+	for {
+		c, err := NewClient(&o)
+		if err == nil {
+			return c, nil
+		}
+		if !errors.Is(err, registry.ErrMemberIDInUse) || time.Now().After(give) {
+			return nil, fmt.Errorf("redshard: apply: the driver's client: %w", err)
+		}
+		t := time.NewTimer(d.reg.MemberTTL() / 8)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("redshard: apply: the driver's client, waiting for an earlier run's member %q to expire: %w (%w)",
+				o.Fleet.MemberID, context.Cause(ctx), err)
+		case <-t.C:
+		}
 	}
-	return c, nil
 }
 
 // awaitAcks waits until every live member has acknowledged cfg, and at
