@@ -701,7 +701,7 @@ func (t *autoPipelineTarget) close() error { return t.c.Close() }
 // shard redshard's ring names. It is what auto-pipelining over these shards
 // costs without redshard's routing, the baseline of redshard's own.
 type perShardAPTarget struct {
-	c   *redshard.Client // preloading, placement
+	handRouted
 	aps map[string]*redis.AutoPipeliner
 }
 
@@ -710,7 +710,9 @@ func newPerShardAPTarget(fl *fleet, cnt *counters) (*perShardAPTarget, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &perShardAPTarget{c: rt.c, aps: map[string]*redis.AutoPipeliner{}}
+	t := &perShardAPTarget{aps: map[string]*redis.AutoPipeliner{}}
+	t.handRouted = handRouted{name: "goredis-autopipeline-per-shard", c: rt.c,
+		pick: func(key string) redis.Cmdable { return t.ap(key) }}
 	for _, s := range fl.shards() {
 		sc, _ := rt.c.ShardClient(s.Name)
 		var ap *redis.AutoPipeliner
@@ -728,31 +730,7 @@ func newPerShardAPTarget(fl *fleet, cnt *counters) (*perShardAPTarget, error) {
 	return t, nil
 }
 
-func (t *perShardAPTarget) cmdable() redis.Cmdable { return t.c }
-func (t *perShardAPTarget) kv() kv                 { return t }
-
 func (t *perShardAPTarget) ap(key string) *redis.AutoPipeliner { return t.aps[t.c.Ring().Lookup(key)] }
-
-func (t *perShardAPTarget) Get(ctx context.Context, key string) *redis.StringCmd {
-	return t.ap(key).Get(ctx, key)
-}
-
-func (t *perShardAPTarget) Set(ctx context.Context, key string, value interface{}, exp time.Duration) *redis.StatusCmd {
-	return t.ap(key).Set(ctx, key, value, exp)
-}
-
-// MGet is not routed by hand (bench refuses --mget with this system).
-func (t *perShardAPTarget) MGet(ctx context.Context, keys ...string) *redis.SliceCmd {
-	cmd := redis.NewSliceCmd(ctx)
-	cmd.SetErr(errors.New("goredis-autopipeline-per-shard does not split MGET"))
-	return cmd
-}
-
-func (t *perShardAPTarget) addShard(context.Context, redshard.Shard) error {
-	return errors.New("goredis-autopipeline-per-shard has a fixed set of shards")
-}
-
-func (t *perShardAPTarget) hotStats() *redshard.HotStats { return nil }
 
 // close closes the redshard client, whose shard clients close their
 // AutoPipeliners.

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/redshard/redshard"
 )
 
 // goredisCSCPerShardTarget is sharding done by hand with go-redis's own
@@ -23,7 +19,7 @@ import (
 // (CSCStats().Hits of each shard's client) from the shard's commands to
 // served locally (see shardHits).
 type goredisCSCPerShardTarget struct {
-	c       *redshard.Client // preloading, placement
+	handRouted
 	clients map[string]*redis.Client
 }
 
@@ -32,7 +28,9 @@ func newGoredisCSCPerShardTarget(fl *fleet, cnt *counters) (*goredisCSCPerShardT
 	if err != nil {
 		return nil, err
 	}
-	t := &goredisCSCPerShardTarget{c: rt.c, clients: map[string]*redis.Client{}}
+	t := &goredisCSCPerShardTarget{clients: map[string]*redis.Client{}}
+	t.handRouted = handRouted{name: "goredis-csc-per-shard", c: rt.c,
+		pick: func(key string) redis.Cmdable { return t.client(key) }}
 	for _, s := range fl.shards() {
 		o := fl.shardOptions(s)
 		o.Protocol = 3 // the cache needs RESP3's invalidation pushes
@@ -44,33 +42,9 @@ func newGoredisCSCPerShardTarget(fl *fleet, cnt *counters) (*goredisCSCPerShardT
 	return t, nil
 }
 
-func (t *goredisCSCPerShardTarget) cmdable() redis.Cmdable { return t.c }
-func (t *goredisCSCPerShardTarget) kv() kv                 { return t }
-
 func (t *goredisCSCPerShardTarget) client(key string) *redis.Client {
 	return t.clients[t.c.Ring().Lookup(key)]
 }
-
-func (t *goredisCSCPerShardTarget) Get(ctx context.Context, key string) *redis.StringCmd {
-	return t.client(key).Get(ctx, key)
-}
-
-func (t *goredisCSCPerShardTarget) Set(ctx context.Context, key string, value interface{}, exp time.Duration) *redis.StatusCmd {
-	return t.client(key).Set(ctx, key, value, exp)
-}
-
-// MGet is not routed by hand (bench refuses --mget with this system).
-func (t *goredisCSCPerShardTarget) MGet(ctx context.Context, keys ...string) *redis.SliceCmd {
-	cmd := redis.NewSliceCmd(ctx)
-	cmd.SetErr(errors.New("goredis-csc-per-shard does not split MGET"))
-	return cmd
-}
-
-func (t *goredisCSCPerShardTarget) addShard(context.Context, redshard.Shard) error {
-	return errors.New("goredis-csc-per-shard has a fixed set of shards")
-}
-
-func (t *goredisCSCPerShardTarget) hotStats() *redshard.HotStats { return nil }
 
 // shardHits returns, per shard name, the reads the shard client's cache
 // answered so far (CSCStats().Hits: a read that waited for another
