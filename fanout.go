@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard/internal/command"
+	"github.com/redshard/redshard/internal/replyval"
 )
 
 // planFanout sends a copy of a keyless command to every shard; finish
@@ -222,7 +223,7 @@ func (t *topology) mergeFanout(cmd redis.Cmder, info command.Info, subs []sub) {
 	case command.MergeSum, command.MergeMax:
 		var sum, top int64
 		for _, s := range subs {
-			n, ok := value(s.cmd).(int64)
+			n, ok := replyval.Value(s.cmd).(int64)
 			if !ok {
 				cmd.SetErr(mergeErr(info, s.cmd))
 				return
@@ -267,7 +268,7 @@ func (t *topology) mergeFanout(cmd redis.Cmder, info command.Info, subs []sub) {
 			cmd.SetErr(redis.Nil)
 			return
 		}
-		setResult(cmd, value(found[rand.IntN(len(found))].cmd))
+		setResult(cmd, replyval.Value(found[rand.IntN(len(found))].cmd))
 	default:
 		cmd.SetErr(mergeErr(info, cmd))
 	}
@@ -281,7 +282,7 @@ func (t *topology) mergeKill(cmd redis.Cmder, subs []sub) {
 		switch err := s.cmd.Err(); {
 		case err == nil:
 			cmd.SetErr(nil)
-			setResult(cmd, value(s.cmd))
+			setResult(cmd, replyval.Value(s.cmd))
 			return
 		case redis.HasErrorPrefix(err, "NOTBUSY"):
 			if notBusy == nil {
@@ -319,23 +320,23 @@ func withoutInternalKeys(v interface{}) interface{} {
 // concat joins array replies in shard order; map replies (PUBSUB NUMSUB)
 // are added up per field.
 func concat(subs []sub) (interface{}, error) {
-	switch value(subs[0].cmd).(type) {
+	switch replyval.Value(subs[0].cmd).(type) {
 	case []string:
 		var out []string
 		for _, s := range subs {
-			out = append(out, value(s.cmd).([]string)...)
+			out = append(out, replyval.Value(s.cmd).([]string)...)
 		}
 		return out, nil
 	case []interface{}:
 		var out []interface{}
 		for _, s := range subs {
-			out = append(out, value(s.cmd).([]interface{})...)
+			out = append(out, replyval.Value(s.cmd).([]interface{})...)
 		}
 		return out, nil
 	case map[string]int64:
 		out := map[string]int64{}
 		for _, s := range subs {
-			for k, v := range value(s.cmd).(map[string]int64) {
+			for k, v := range replyval.Value(s.cmd).(map[string]int64) {
 				out[k] += v
 			}
 		}
@@ -354,7 +355,7 @@ func (t *topology) numSub(cmd redis.Cmder, info command.Info, subs []sub) (inter
 	asMap := false
 	for n, s := range subs {
 		m := map[string]int64{}
-		switch v := value(s.cmd).(type) {
+		switch v := replyval.Value(s.cmd).(type) {
 		case []interface{}:
 			for i := 0; i+1 < len(v); i += 2 {
 				ch, _ := v[i].(string)
@@ -395,11 +396,11 @@ func (t *topology) numSub(cmd redis.Cmder, info command.Info, subs []sub) (inter
 // and combines 0/1 array replies element-wise (SCRIPT EXISTS: a script
 // exists only if every shard has it).
 func and(subs []sub) (interface{}, error) {
-	switch first := value(subs[0].cmd).(type) {
+	switch first := replyval.Value(subs[0].cmd).(type) {
 	case []bool:
 		out := append([]bool(nil), first...)
 		for _, s := range subs[1:] {
-			v := value(s.cmd).([]bool)
+			v := replyval.Value(s.cmd).([]bool)
 			for i := range out {
 				out[i] = out[i] && i < len(v) && v[i]
 			}
@@ -408,7 +409,7 @@ func and(subs []sub) (interface{}, error) {
 	case []interface{}:
 		out := append([]interface{}(nil), first...)
 		for _, s := range subs[1:] {
-			v := value(s.cmd).([]interface{})
+			v := replyval.Value(s.cmd).([]interface{})
 			for i := range out {
 				if i >= len(v) || v[i] != int64(1) {
 					out[i] = int64(0)
@@ -423,7 +424,7 @@ func and(subs []sub) (interface{}, error) {
 // setResult stores a merged reply v in cmd, or an error if cmd's type
 // cannot hold it.
 func setResult(cmd redis.Cmder, v interface{}) {
-	if !setValue(cmd, v) {
+	if !replyval.SetValue(cmd, v) {
 		cmd.SetErr(fmt.Errorf("redshard: %s: cannot store a merged %T reply in a %T", displayName(cmd.Name()), v, cmd))
 	}
 }

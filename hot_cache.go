@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard/internal/command"
+	"github.com/redshard/redshard/internal/replyval"
 	"github.com/redshard/redshard/localcache"
 )
 
@@ -28,10 +29,10 @@ var cacheable = map[string]bool{
 // as the owner, but whose replies must not be cached (they are random).
 var copyable = map[string]bool{"srandmember": true, "hrandfield": true, "zrandmember": true}
 
-// replyKind returns the kind of cmd's reply (see valueOf), or 0 if the hot
+// replyKind returns the kind of cmd's reply (see replyval.ValueOf), or 0 if the hot
 // path cannot copy it.
 func replyKind(cmd redis.Cmder) byte {
-	_, k := valueOf(cmd)
+	_, k := replyval.ValueOf(cmd)
 	return k
 }
 
@@ -44,7 +45,7 @@ type reply struct {
 
 // replyOf takes the outcome of a command of a supported kind.
 func replyOf(cmd redis.Cmder) *reply {
-	return &reply{val: value(cmd), err: cmd.Err()}
+	return &reply{val: replyval.Value(cmd), err: cmd.Err()}
 }
 
 // cacheable reports whether r may be stored: a value, or a nil reply (a
@@ -58,7 +59,7 @@ func (r *reply) apply(cmd redis.Cmder) error {
 		cmd.SetErr(r.err)
 		return r.err
 	}
-	setValue(cmd, cloneValue(r.val))
+	replyval.SetValue(cmd, replyval.CloneValue(r.val))
 	return nil
 }
 
@@ -142,10 +143,10 @@ func appendSubKey(b []byte, kind byte, name string) []byte {
 
 // plainSubKeys are the sub-keys of the cacheable reads with no argument
 // after the key, by command name and reply kind.
-var plainSubKeys = func() map[string][kindCmd + 1]string {
-	m := make(map[string][kindCmd + 1]string, len(cacheable))
+var plainSubKeys = func() map[string][replyval.KindCmd + 1]string {
+	m := make(map[string][replyval.KindCmd + 1]string, len(cacheable))
 	for name := range cacheable {
-		var names [kindCmd + 1]string
+		var names [replyval.KindCmd + 1]string
 		for k := range names {
 			names[k] = string(appendSubKey(nil, byte(k), name))
 		}
@@ -156,7 +157,7 @@ var plainSubKeys = func() map[string][kindCmd + 1]string {
 
 // getSubKey is the sub-key of GET k with a *redis.StringCmd, which hot MGET
 // keys are answered as.
-var getSubKey = plainSubKeys["get"][kindString]
+var getSubKey = plainSubKeys["get"][replyval.KindString]
 
 // cachedRead answers a supported read of a hot key on shard s from the local
 // cache, or reads it from the shard once for every caller asking at the

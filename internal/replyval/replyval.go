@@ -1,4 +1,10 @@
-package redshard
+// Package replyval carries the reply values of go-redis's typed commands from
+// one command to another: the root package merges fan-out and split replies
+// with it, and the hot-key layer (internal/hot) caches and copies replies
+// with it. A value is taken from one command (ValueOf), copied (CloneValue)
+// and stored in another of the same type (SetValue). It has no state and is
+// safe for concurrent use.
+package replyval
 
 import (
 	"maps"
@@ -11,65 +17,65 @@ import (
 // from one command to another (merged fan-out and split replies, cached
 // and copied hot-key replies). 0 means unsupported.
 const (
-	kindString byte = iota + 1
-	kindInt
-	kindBool
-	kindFloat
-	kindStatus
-	kindStringSlice
-	kindSlice
-	kindMapStringString
-	kindMapStringInt
-	kindBoolSlice
-	kindFloatSlice
-	kindZSlice
-	kindCmd
+	KindString byte = iota + 1
+	KindInt
+	KindBool
+	KindFloat
+	KindStatus
+	KindStringSlice
+	KindSlice
+	KindMapStringString
+	KindMapStringInt
+	KindBoolSlice
+	KindFloatSlice
+	KindZSlice
+	KindCmd
 )
 
-// valueOf returns cmd's reply value and its kind, or kind 0 for a command
+// ValueOf returns cmd's reply value and its kind, or kind 0 for a command
 // type the client cannot carry.
-func valueOf(cmd redis.Cmder) (any, byte) {
+func ValueOf(cmd redis.Cmder) (any, byte) {
 	switch c := cmd.(type) {
 	case *redis.StringCmd:
-		return c.Val(), kindString
+		return c.Val(), KindString
 	case *redis.IntCmd:
-		return c.Val(), kindInt
+		return c.Val(), KindInt
 	case *redis.BoolCmd:
-		return c.Val(), kindBool
+		return c.Val(), KindBool
 	case *redis.FloatCmd:
-		return c.Val(), kindFloat
+		return c.Val(), KindFloat
 	case *redis.StatusCmd:
-		return c.Val(), kindStatus
+		return c.Val(), KindStatus
 	case *redis.StringSliceCmd:
-		return c.Val(), kindStringSlice
+		return c.Val(), KindStringSlice
 	case *redis.SliceCmd:
-		return c.Val(), kindSlice
+		return c.Val(), KindSlice
 	case *redis.MapStringStringCmd:
-		return c.Val(), kindMapStringString
+		return c.Val(), KindMapStringString
 	case *redis.MapStringIntCmd:
-		return c.Val(), kindMapStringInt
+		return c.Val(), KindMapStringInt
 	case *redis.BoolSliceCmd:
-		return c.Val(), kindBoolSlice
+		return c.Val(), KindBoolSlice
 	case *redis.FloatSliceCmd:
-		return c.Val(), kindFloatSlice
+		return c.Val(), KindFloatSlice
 	case *redis.ZSliceCmd:
-		return c.Val(), kindZSlice
+		return c.Val(), KindZSlice
 	case *redis.Cmd:
-		return c.Val(), kindCmd
+		return c.Val(), KindCmd
 	}
 	return nil, 0
 }
 
-// value is valueOf without the kind.
-func value(cmd redis.Cmder) any {
-	v, _ := valueOf(cmd)
+// Value is ValueOf without the kind.
+func Value(cmd redis.Cmder) any {
+	v, _ := ValueOf(cmd)
 	return v
 }
 
-// setValue stores v as cmd's reply, clearing its error. v's type must be
-// the one valueOf returns for cmd's type; it reports false, and changes
+// SetValue stores v as cmd's reply, clearing its error. v's type must be
+// the one ValueOf returns for cmd's type; it reports false, and changes
 // nothing, when it is not.
-func setValue(cmd redis.Cmder, v any) bool {
+func SetValue(cmd redis.Cmder, v any) bool {
 	ok := true
 	switch c := cmd.(type) {
 	case *redis.StringCmd:
@@ -116,9 +122,9 @@ func set[T any](setVal func(T), v any) bool {
 	return ok
 }
 
-// cloneValue copies the slices and maps of a reply value, so that a caller
+// CloneValue copies the slices and maps of a reply value, so that a caller
 // that modifies its reply does not modify another's.
-func cloneValue(v any) any {
+func CloneValue(v any) any {
 	switch v := v.(type) {
 	case []interface{}:
 		if v == nil {
@@ -126,19 +132,19 @@ func cloneValue(v any) any {
 		}
 		out := make([]interface{}, len(v))
 		for i, e := range v {
-			out[i] = cloneValue(e)
+			out[i] = CloneValue(e)
 		}
 		return out
 	case map[interface{}]interface{}:
 		out := make(map[interface{}]interface{}, len(v))
 		for k, e := range v {
-			out[k] = cloneValue(e)
+			out[k] = CloneValue(e)
 		}
 		return out
 	case map[string]interface{}:
 		out := make(map[string]interface{}, len(v))
 		for k, e := range v {
-			out[k] = cloneValue(e)
+			out[k] = CloneValue(e)
 		}
 		return out
 	case []string:
