@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/redshard/redshard/internal/hot"
 	"github.com/redshard/redshard/registry"
 	"github.com/redshard/redshard/ring"
 )
@@ -73,7 +74,7 @@ type client struct {
 
 	fleet   *follower     // nil unless Options.Registry
 	flights *flights      // shared calls (hot reads, handoffs, loads), cancelled and awaited by Close
-	hot     *hotPath      // nil when Options.HotKeys is nil
+	hot     *hot.Path     // nil when Options.HotKeys is nil
 	monitor *monitor      // nil when health checks are off
 	beats   atomic.Uint32 // heartbeat ticks so far (the peekGates' clock)
 	stats   counters
@@ -203,7 +204,7 @@ func NewClient(opt *Options) (*Client, error) {
 // closeHot stops the hot-key layer, if any.
 func (c *client) closeHot() {
 	if c.hot != nil {
-		c.hot.close()
+		c.hot.Close()
 	}
 }
 

@@ -382,7 +382,7 @@ func (c *client) processDown(ctx context.Context, top *topology, info command.In
 	if !mayWrite(info) {
 		err := standIn.Process(ctx, cmd)
 		if c.hot != nil {
-			c.hot.served(info, cmd.Args(), keys, err)
+			c.hot.Served(info, cmd.Args(), keys, err)
 		}
 		return err
 	}
@@ -398,7 +398,7 @@ func (c *client) processDown(ctx context.Context, top *topology, info command.In
 		return nil
 	})
 	if c.hot != nil {
-		c.hot.written(top, info, cmd.Args(), keys)
+		c.hot.Written(info, cmd.Args(), keys)
 	}
 	return cmd.Err()
 }

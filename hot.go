@@ -2,19 +2,15 @@ package redshard
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
+	"errors"
 	"fmt"
-	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/redshard/redshard/hotkey"
 	"github.com/redshard/redshard/internal/command"
-	"github.com/redshard/redshard/localcache"
+	"github.com/redshard/redshard/internal/hot"
 )
 
 // Mitigation says how a client takes the reads of a hot key off the shard
@@ -131,7 +127,8 @@ const SplitCopyPrefix = "redshard:copy:"
 // commands on one key may disagree for as long as an invalidation takes to
 // arrive. A reading connection that the server closes (CLIENT KILL, its
 // idle timeout, client eviction) is noticed within about half a second and
-// drops the shard's cached replies. The argument is in docs/hot-reads.md.
+// drops the shard's cached replies. The argument is in docs/hot-reads.md;
+// the layer itself is package internal/hot.
 type HotKeyOptions struct {
 	// Mitigation chooses LocalCache or SplitCopies. Required.
 	Mitigation Mitigation
@@ -164,213 +161,96 @@ type HotKeyOptions struct {
 	Tracking Tracking
 }
 
-const (
-	// hotFetchTimeout bounds a shared read, fill or copy deletion, which run
-	// detached from the contexts of the callers waiting for them.
-	hotFetchTimeout = 5 * time.Second
-	// hotTopN is how many keys HotKeys and Stats report at most.
-	hotTopN = 20
+// The hot-key layer (internal/hot) has its own copies of the public enums
+// and constants above; these fail to compile if one differs.
+var (
+	_ = [1]struct{}{}[LocalCache-Mitigation(hot.LocalCache)]
+	_ = [1]struct{}{}[SplitCopies-Mitigation(hot.SplitCopies)]
+	_ = [1]struct{}{}[TrackingAuto-Tracking(hot.TrackingAuto)]
+	_ = [1]struct{}{}[TrackingOff-Tracking(hot.TrackingOff)]
+	_ = [1]struct{}{}[TrackingOn-Tracking(hot.TrackingOn)]
+	_ = [1]struct{}{}[InvalidationUnprobed-InvalidationState(hot.InvalidationUnprobed)]
+	_ = [1]struct{}{}[InvalidationTracking-InvalidationState(hot.InvalidationTracking)]
+	_ = [1]struct{}{}[InvalidationStalenessOnly-InvalidationState(hot.InvalidationStalenessOnly)]
+	_ = [1]struct{}{}[InvalidationOff-InvalidationState(hot.InvalidationOff)]
+	_ = map[bool]int{false: 0, SplitCopyPrefix == hot.SplitCopyPrefix: 1}
 )
 
-// hotPath is the hot-key layer between routing and the shard clients: it
-// counts keys, serves hot reads from the local cache or split copies, and
-// invalidates both on writes. It is safe for concurrent use.
-type hotPath struct {
-	c        *client
-	opt      HotKeyOptions // resolved
-	det      *hotkey.Detector
-	cache    *localcache.Cache // nil unless LocalCache
-	split    *splitRegistry    // nil unless SplitCopies
-	instance string            // random tag naming this client's split copies
-
-	flights singleflight.Group // shared reads and copy fills, run by Client.flights
-
-	nextID  atomic.Int64 // hotShard ids, the cache's shard numbers
-	charges atomic.Int64 // hot-key work counted by charge (SplitCopies)
-
-	stats hotCounters
+// newHotPath builds the hot-key layer from resolved options: the root's
+// side of its seam (hot.Env, and the hotTopology and hotBackend views).
+func newHotPath(c *client, opt *HotKeyOptions) (*hot.Path, error) {
+	env := hot.Env{
+		Flights: c.flights.r,
+		EachShard: func(fn func(*hot.Shard)) {
+			for _, s := range c.top.Load().sources() {
+				if x := s.hot.Load(); x != nil {
+					fn(x)
+				}
+			}
+		},
+		IndexInternal:  indexInternal,
+		DeleteInternal: deleteInternal,
+		Route: func(ctx context.Context, t hot.Topology, rest redis.Cmder) error {
+			// On top, which the caller counts in flight: entering again
+			// could route it on a newer ring whose first move waits for
+			// this very command.
+			top := (*topology)(t.(*hotTopology))
+			info, keys, err := command.Lookup(rest.Args(), nil)
+			if err == nil {
+				err = c.routeOther(ctx, top, rest, info, keys, nil, false)
+			}
+			return err
+		},
+	}
+	h, err := hot.New(env, &hot.Config{
+		Mitigation:   hot.Mitigation(opt.Mitigation),
+		MaxStaleness: opt.MaxStaleness,
+		Detector:     opt.Detector,
+		CacheBytes:   opt.CacheBytes,
+		Copies:       opt.Copies,
+		Tracking:     hot.Tracking(opt.Tracking),
+	})
+	if ce := (*hot.ConfigError)(nil); errors.As(err, &ce) {
+		return nil, invalid(ErrInvalidHotKeyOptions, "HotKeys."+ce.Field, "%v", ce.Err)
+	}
+	return h, err
 }
 
-// hotCounters are the hot-key layer's event counters.
-type hotCounters struct {
-	hits, misses  atomic.Int64 // LocalCache reads answered locally / not
-	coalesced     atomic.Int64 // callers that shared another caller's flight
-	splitReads    atomic.Int64 // reads answered by a split copy
-	fallbacks     atomic.Int64 // copy reads that went on to the owner
-	fills         atomic.Int64 // copies made
-	invalidations atomic.Int64 // keys named by tracking messages
-	trackingLost  atomic.Int64 // times a shard's cached replies were dropped with its tracking
+// hotTopology is a topology as the hot-key layer sees it (hot.Topology).
+// A conversion, (*hotTopology)(top), costs nothing.
+type hotTopology topology
+
+func (t *hotTopology) Epoch() uint64        { return t.epoch }
+func (t *hotTopology) Guarded() bool        { return t.guarded }
+func (t *hotTopology) Owner(key string) int { return t.ring.LookupIndex(key) }
+
+func (t *hotTopology) Replicas(key string, buf []int, n int) []int {
+	return t.ring.ReplicaIndexes(key, buf, n)
 }
 
-// newHotPath builds the hot-key layer from resolved options.
-func newHotPath(c *client, opt *HotKeyOptions) (*hotPath, error) {
-	det, err := hotkey.New(opt.Detector)
-	if err != nil {
-		return nil, invalid(ErrInvalidHotKeyOptions, "HotKeys.Detector", "%v", err)
-	}
-	var tag [8]byte
-	_, _ = rand.Read(tag[:]) // never fails (crypto/rand)
-	h := &hotPath{c: c, opt: *opt, det: det, instance: hex.EncodeToString(tag[:])}
-	switch opt.Mitigation {
-	case LocalCache:
-		if h.cache, err = localcache.New(&localcache.Config{MaxBytes: opt.CacheBytes}); err != nil {
-			return nil, invalid(ErrInvalidHotKeyOptions, "HotKeys.CacheBytes", "%v", err)
-		}
-	case SplitCopies:
-		h.split = newSplitRegistry()
-	}
-	return h, nil
+// Shard returns the backend of shard i: one value per server, whichever
+// topology it is in.
+func (t *hotTopology) Shard(i int) hot.Backend { return (*hotBackend)(t.shards[i].backend) }
+
+// hotBackend is a backend as the hot-key layer sees it (hot.Backend).
+type hotBackend backend
+
+func (b *hotBackend) Client() *redis.Client { return b.client }
+func (b *hotBackend) Down() bool            { return b.down.Load() }
+func (b *hotBackend) HotState() *hot.Shard  { return (*backend)(b).hotState() }
+
+func (b *hotBackend) Send(ctx context.Context, cmd redis.Cmder, blocking bool) error {
+	return (*backend)(b).send(ctx, cmd, blocking)
 }
 
-// process runs a command routed to shard i (class Keyed or Channel, or a
-// one-key Split command; owner up). Every key is counted; a write's keys
-// are invalidated after it ran, before process returns; a supported read
-// of a hot key goes to the local cache or a split copy.
-func (h *hotPath) process(ctx context.Context, top *topology, info command.Info, cmd redis.Cmder, keys []int, i int) error {
-	s := top.shards[i]
-	blocking := info.Flags&command.Blocking != 0
-	// Split-class commands (EXISTS, DEL, ...) come here only with one key.
-	if len(keys) == 0 || (info.Class != command.Keyed && (info.Class != command.Split || len(keys) != 1)) {
-		return s.send(ctx, cmd, blocking)
-	}
-	args := cmd.Args()
-	// Neither Write nor ReadOnly (EVAL, FCALL, ...) may write: treat as a write.
-	if info.Flags&command.ReadOnly == 0 {
-		h.observe(args, keys)
-		err := s.send(ctx, cmd, blocking)
-		if h.split != nil && h.det.IsHot(command.Arg(args[keys[0]])) {
-			h.charge(s, 1)
-		}
-		h.invalidate(args, keys)
-		return err
-	}
-	key := command.Arg(args[keys[0]])
-	// One call counts the key and says whether it is hot: for a hot key,
-	// an atomic add on its own counter, no lock.
-	hot := h.det.ObserveHot(key)
-	for _, k := range keys[1:] {
-		h.det.Observe(command.Arg(args[k]))
-	}
-	if len(keys) != 1 || !hot {
-		err := s.send(ctx, cmd, blocking)
-		h.served(info, args, keys, err)
-		return err
-	}
-	switch h.opt.Mitigation {
-	case LocalCache:
-		if kind := replyKind(cmd); kind != 0 && cacheable[info.Name] {
-			return h.cachedRead(ctx, top, s, key, subKey(kind, info.Name, args, keys[0]), cmd)
-		}
-	case SplitCopies:
-		if (cacheable[info.Name] || copyable[info.Name]) && replyKind(cmd) != 0 {
-			return h.splitRead(ctx, top, info, i, key, keys[0], cmd)
-		}
-	}
-	err := s.send(ctx, cmd, blocking)
-	h.served(info, args, keys, err)
-	return err
-}
+func (b *hotBackend) HeartbeatClient() *redis.Client { return (*backend)(b).heartbeatClient() }
 
-// metaReads are the read-only commands whose replies say nothing of a
-// key's value: the server answering them does not supersede cached replies.
-var metaReads = map[string]bool{
-	"ttl": true, "pttl": true, "expiretime": true, "pexpiretime": true, "object": true, "memory": true,
-}
-
-// served is told of a read the local cache did not answer, after its
-// reply arrived and before it is returned (err is its error): a reply
-// about the keys' values (not an error, not a metaRead) makes their cached
-// replies unreachable, since it may be newer than they are. It is what
-// keeps a cached reply from being returned after a newer reply of the key
-// that bypassed the cache (see docs/hot-reads.md).
-func (h *hotPath) served(info command.Info, args []interface{}, keys []int, err error) {
-	if h.cache == nil || (err != nil && err != redis.Nil) || metaReads[info.Name] {
-		return
+// Dial makes the tracked reads' client (connReader) or the invalidation
+// subscriber's (connTracking) of the shard.
+func (b *hotBackend) Dial(subscriber bool, onConnect func(context.Context, *redis.Conn) error) *redis.Client {
+	kind := connReader
+	if subscriber {
+		kind = connTracking
 	}
-	for _, k := range keys {
-		h.cache.Supersede(command.Arg(args[k]))
-	}
-}
-
-// written is told about every write that went through a path other than
-// process (split commands, pipelines, transactions, Watch, a one-shard
-// ring's commands sent as they are), after it ran. Its keys' cached replies
-// and split copies are gone when it returns. A write that names no key but
-// may write some drops everything (see writesUnnamedKeys).
-func (h *hotPath) written(_ *topology, info command.Info, args []interface{}, keys []int) {
-	if len(keys) == 0 {
-		if writesUnnamedKeys(info) {
-			h.invalidateAll()
-		}
-		return
-	}
-	h.observe(args, keys)
-	h.invalidate(args, keys)
-}
-
-// writesUnnamedKeys reports whether a command that names no key may still
-// write keys: a keyless write (FLUSHDB, SWAPDB), or, as a one-shard ring
-// sends them as they are, a script with no declared key or a command the
-// table does not know (or cannot parse). Connection and server commands
-// that write no key (PING, CONFIG SET, CLIENT SETNAME) do not.
-func writesUnnamedKeys(info command.Info) bool {
-	if info.Class == command.Keyed || info.Class == command.Unknown {
-		return mayWrite(info)
-	}
-	return info.Flags&command.Write != 0
-}
-
-// observe counts the keys of a command that does not go through process
-// (a read in a pipeline or a split MGET, say), so that the detector sees
-// all the traffic. It is cheap: one hash and one uncontended lock per key.
-func (h *hotPath) observe(args []interface{}, keys []int) {
-	for _, k := range keys {
-		h.det.Observe(command.Arg(args[k]))
-	}
-}
-
-// invalidate drops the cached replies and split copies of the given keys.
-func (h *hotPath) invalidate(args []interface{}, keys []int) {
-	for _, k := range keys {
-		key := command.Arg(args[k])
-		if h.cache != nil {
-			h.cache.InvalidateKey(key)
-		}
-		if h.split != nil {
-			h.split.written(h, key)
-		}
-	}
-}
-
-// invalidateAll drops every cached reply and forgets every split copy (a
-// keyless write such as FLUSHDB removed them from the servers, or will).
-func (h *hotPath) invalidateAll() {
-	if h.cache != nil {
-		h.cache.Clear()
-	}
-	if h.split != nil {
-		h.split.forgetAll()
-	}
-}
-
-// flight runs fn once for all callers asking with the same key at the same
-// time (see flights.do), bounded by hotFetchTimeout and by Close.
-func (h *hotPath) flight(ctx context.Context, key string, fn func(context.Context) (any, error)) (any, error) {
-	v, joined, err := h.c.flights.do(ctx, &h.flights, key, hotFetchTimeout, fn)
-	if joined && ctx.Err() == nil {
-		h.stats.coalesced.Add(1)
-	}
-	return v, err
-}
-
-// close releases the local cache. The shards' tracking state is closed with
-// their backends, and the flights by Client.Close, before.
-func (h *hotPath) close() { h.cache.Close() }
-
-// isSplitCopy reports whether key is the name of a split copy of a hot key.
-func isSplitCopy(key string) bool { return strings.HasPrefix(key, SplitCopyPrefix) }
-
-// copyName is the name of this client's split copies of key.
-func (h *hotPath) copyName(key string) string {
-	return SplitCopyPrefix + h.instance + ":" + key
+	return b.c.dial(b.shard, kind, onConnect)
 }

@@ -1,6 +1,8 @@
 package redshard
 
 import (
+	"fmt"
+
 	"github.com/redshard/redshard/hotkey"
 	"github.com/redshard/redshard/localcache"
 )
@@ -51,6 +53,40 @@ type HotShardStats struct {
 	Invalidations int64
 }
 
+// InvalidationState is how a shard's cached hot-key replies are kept fresh
+// (LocalCache). See HotShardStats.
+type InvalidationState int32
+
+const (
+	// InvalidationUnprobed: no hot key has been read from the shard yet, so
+	// whether its server supports CLIENT TRACKING is not known.
+	InvalidationUnprobed InvalidationState = iota
+	// InvalidationTracking: the server tracks the cached keys and sends
+	// their invalidations to a dedicated connection; a cached reply lags
+	// another process's write by the message's delivery time.
+	InvalidationTracking
+	// InvalidationStalenessOnly: the server refused CLIENT TRACKING; cached
+	// replies live MaxStaleness (with TrackingOn: are not cached).
+	InvalidationStalenessOnly
+	// InvalidationOff: tracking is off (TrackingOff, or SplitCopies).
+	InvalidationOff
+)
+
+// String returns "unprobed", "tracking", "staleness-only" or "off".
+func (s InvalidationState) String() string {
+	switch s {
+	case InvalidationUnprobed:
+		return "unprobed"
+	case InvalidationTracking:
+		return "tracking"
+	case InvalidationStalenessOnly:
+		return "staleness-only"
+	case InvalidationOff:
+		return "off"
+	}
+	return fmt.Sprintf("InvalidationState(%d)", int32(s))
+}
+
 // HotKeys returns the keys this client counts most, highest estimated rate
 // first (at most 20), whether hot or not (see hotkey.Key.Hot). It returns
 // nil when Options.HotKeys is nil. It is meant for monitoring: it locks and
@@ -59,7 +95,7 @@ func (c *client) HotKeys() []hotkey.Key {
 	if c.hot == nil {
 		return nil
 	}
-	return c.hot.det.Top(hotTopN)
+	return c.hot.Top()
 }
 
 // hotStats fills Stats.Hot.
@@ -68,34 +104,32 @@ func (c *client) hotStats() HotStats {
 	if h == nil {
 		return HotStats{}
 	}
+	n := h.Counts()
 	st := HotStats{
-		Mitigation:     h.opt.Mitigation,
-		CacheHits:      h.stats.hits.Load(),
-		CacheMisses:    h.stats.misses.Load(),
-		Coalesced:      h.stats.coalesced.Load(),
-		SplitReads:     h.stats.splitReads.Load(),
-		SplitFallbacks: h.stats.fallbacks.Load(),
-		CopyFills:      h.stats.fills.Load(),
-		Invalidations:  h.stats.invalidations.Load(),
-		TrackingLost:   h.stats.trackingLost.Load(),
-		Cache:          h.cache.Stats(),
+		Mitigation:     c.cfg.hot.Mitigation,
+		CacheHits:      n.Hits,
+		CacheMisses:    n.Misses,
+		Coalesced:      n.Coalesced,
+		SplitReads:     n.SplitReads,
+		SplitFallbacks: n.SplitFallbacks,
+		CopyFills:      n.CopyFills,
+		Invalidations:  n.Invalidations,
+		TrackingLost:   n.TrackingLost,
+		Cache:          h.CacheStats(),
 	}
-	for _, k := range h.det.Top(hotTopN) {
+	for _, k := range h.Top() {
 		if k.Hot {
 			st.Keys = append(st.Keys, k)
 		}
 	}
 	for _, s := range c.top.Load().shards {
-		hs := HotShardStats{Name: s.Name, Invalidation: InvalidationUnprobed}
-		if h.opt.Mitigation != LocalCache || h.opt.Tracking == TrackingOff {
-			hs.Invalidation = InvalidationOff
-		}
-		if x := s.hot.Load(); x != nil {
-			hs.Invalidation = InvalidationState(x.state.Load())
-			hs.Connected = x.live.Load() != 0
-			hs.Invalidations = x.invalidations.Load()
-		}
-		st.Shards = append(st.Shards, hs)
+		x := h.ShardStats(s.hot.Load())
+		st.Shards = append(st.Shards, HotShardStats{
+			Name:          s.Name,
+			Invalidation:  InvalidationState(x.Invalidation),
+			Connected:     x.Connected,
+			Invalidations: x.Invalidations,
+		})
 	}
 	return st
 }

@@ -91,7 +91,7 @@ func (c *client) route(ctx context.Context, top *topology, cmd redis.Cmder, info
 			}
 			if s := top.shards[i]; !s.down.Load() {
 				if c.hot != nil {
-					return c.hot.process(ctx, top, *info, cmd, keys, i)
+					return c.hot.Process(ctx, (*hotTopology)(top), *info, cmd, keys, i)
 				}
 				return s.send(ctx, cmd, blocking)
 			}
@@ -115,7 +115,7 @@ func (c *client) routeOther(ctx context.Context, top *topology, cmd redis.Cmder,
 		return top.randomKey(ctx, cmd)
 	}
 	if c.hot != nil && info.Name == "mget" {
-		if done, err := c.hot.mget(ctx, c, top, cmd, keys); done {
+		if done, err := c.hot.MGet(ctx, (*hotTopology)(top), cmd, keys); done {
 			return err
 		}
 	}
@@ -138,11 +138,11 @@ func (c *client) routeOther(ctx context.Context, top *topology, cmd redis.Cmder,
 	if rt.direct >= 0 {
 		if s := top.shards[rt.direct]; !s.down.Load() {
 			if c.hot != nil && info.Class == command.Split && len(keys) == 1 {
-				return c.hot.process(ctx, top, info, cmd, keys, rt.direct) // EXISTS k, DEL k, ...
+				return c.hot.Process(ctx, (*hotTopology)(top), info, cmd, keys, rt.direct) // EXISTS k, DEL k, ...
 			}
 			err := s.send(ctx, cmd, blocking)
 			if c.hot != nil && mayWrite(info) {
-				c.hot.written(top, info, cmd.Args(), keys)
+				c.hot.Written(info, cmd.Args(), keys)
 			}
 			return err
 		}
@@ -163,10 +163,10 @@ func (c *client) routeOther(ctx context.Context, top *topology, cmd redis.Cmder,
 	rt.finish()
 	if c.hot != nil {
 		if mayWrite(info) {
-			c.hot.written(top, info, cmd.Args(), keys)
+			c.hot.Written(info, cmd.Args(), keys)
 		} else if info.Class == command.Split {
-			c.hot.observe(cmd.Args(), keys) // MGET, EXISTS: count toward detection
-			c.hot.served(info, cmd.Args(), keys, cmd.Err())
+			c.hot.Observe(cmd.Args(), keys) // MGET, EXISTS: count toward detection
+			c.hot.Served(info, cmd.Args(), keys, cmd.Err())
 		}
 	}
 	return cmd.Err()
@@ -218,7 +218,7 @@ func (c *client) processSingle(ctx context.Context, top *topology, info command.
 	}
 	err := s.client.Process(ctx, cmd)
 	if c.hot != nil && mayWrite(info) {
-		c.hot.written(top, info, cmd.Args(), nil)
+		c.hot.Written(info, cmd.Args(), nil)
 	}
 	return err
 }
@@ -289,7 +289,7 @@ func (c *client) flushDuringChange(ctx context.Context, top *topology, cmd redis
 		}
 	}
 	if c.hot != nil {
-		c.hot.invalidateAll()
+		c.hot.InvalidateAll()
 	}
 	return cmd.Err()
 }
@@ -372,12 +372,12 @@ func (c *client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 	var finishes []func()
 	var moved []string // keys to hand off before the pipeline runs
 	var writes []write
-	var perServer []int       // indexes into sends of TIME and the like, placed once the keys' shard is known
-	hp := c.hot.pipeline(top) // answers hot reads from the local cache
+	var perServer []int                       // indexes into sends of TIME and the like, placed once the keys' shard is known
+	hp := c.hot.Pipeline((*hotTopology)(top)) // answers hot reads from the local cache
 	var buf [8]int
 	for _, cmd := range cmds {
 		info, keys, err := command.Lookup(cmd.Args(), buf[:0])
-		if hp.answer(info, cmd, keys, err) {
+		if hp.Answer(info, cmd, keys, err) {
 			continue
 		}
 		if err == nil && info.Flags&command.PerServer != 0 && !top.single(info, keys, err) {
@@ -448,7 +448,7 @@ func (c *client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 		setCmdsErr(cmds, err)
 		return err
 	}
-	hp.start(ctx)
+	hp.Start(ctx)
 	perShard := groupByShard(sends, len(top.shards))
 	used := make([]int, 0, len(perShard))
 	for i, list := range perShard {
@@ -466,7 +466,7 @@ func (c *client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 		s := after[i]
 		_ = top.shards[s.shard].client.Process(ctx, s.cmd)
 	})
-	hp.wait()
+	hp.Wait()
 	for _, f := range finishes {
 		f()
 	}
@@ -540,7 +540,7 @@ func groupByShard(sends []sub, n int) [][]redis.Cmder {
 // write is a command of a pipeline or transaction that the hot-key layer
 // must hear of once it has run: a write, whose keys it invalidates, or a
 // keyed read the local cache did not answer, whose reply may be newer than
-// the cached ones (hotPath.served, docs/hot-reads.md).
+// the cached ones (hot.Path.Served, docs/hot-reads.md).
 type write struct {
 	info command.Info
 	args []interface{}
@@ -556,7 +556,7 @@ func (c *client) noteWrite(writes []write, info command.Info, cmd redis.Cmder, k
 	}
 	args := cmd.Args()
 	if !mayWrite(info) {
-		c.hot.observe(args, keys)
+		c.hot.Observe(args, keys)
 		if len(keys) == 0 {
 			return writes
 		}
@@ -570,9 +570,9 @@ func (c *client) noteWrite(writes []write, info command.Info, cmd redis.Cmder, k
 func (c *client) wrote(top *topology, writes []write) {
 	for _, w := range writes {
 		if w.cmd != nil {
-			c.hot.served(w.info, w.args, w.keys, w.cmd.Err())
+			c.hot.Served(w.info, w.args, w.keys, w.cmd.Err())
 		} else {
-			c.hot.written(top, w.info, w.args, w.keys)
+			c.hot.Written(w.info, w.args, w.keys)
 		}
 	}
 }

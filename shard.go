@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+	"github.com/redshard/redshard/internal/hot"
 	"github.com/redshard/redshard/internal/netconn"
 	"github.com/redshard/redshard/internal/pubsub"
 )
@@ -58,7 +59,7 @@ type backend struct {
 	fails, oks int
 	lastErr    error
 
-	hot atomic.Pointer[hotShard] // nil until the hot-key layer first uses the shard
+	hot atomic.Pointer[hot.Shard] // nil until the hot-key layer first uses the shard
 
 	conns netconn.Set // the command client's open connections, severed when the shard goes down
 
@@ -328,7 +329,7 @@ func (b *backend) addHook(newHook shardHook) {
 	b.timeouts = nil // rebuilt with the new hook on next use
 	b.mu.Unlock()
 	if hs := b.hot.Load(); hs != nil {
-		hs.addHook(newHook)
+		hs.AddHook(func() redis.Hook { return newHook(b.shard) })
 	}
 }
 
@@ -348,7 +349,7 @@ func (b *backend) heartbeatClient() *redis.Client {
 
 // hotState returns the backend's hot-key state, creating it on first use.
 // It must only be called while the hot-key layer is on (c.hot != nil).
-func (b *backend) hotState() *hotShard {
+func (b *backend) hotState() *hot.Shard {
 	if hs := b.hot.Load(); hs != nil {
 		return hs
 	}
@@ -357,8 +358,8 @@ func (b *backend) hotState() *hotShard {
 	if hs := b.hot.Load(); hs != nil {
 		return hs
 	}
-	hs := b.c.hot.newShardState(b)
-	hs.closed = b.closed // a closed backend's state never opens a connection
+	// A closed backend's state never opens a connection.
+	hs := b.c.hot.NewShard((*hotBackend)(b), b.closed)
 	b.hot.Store(hs)
 	return hs
 }
@@ -376,7 +377,7 @@ func (b *backend) close() error {
 	b.mu.Unlock()
 
 	if hs := b.hot.Load(); hs != nil {
-		hs.close()
+		hs.Close()
 	}
 	if hb != nil {
 		_ = hb.Close()

@@ -150,7 +150,7 @@ func (g txGuard) written(cmd redis.Cmder) {
 	var buf [8]int
 	info, keys, err := command.Lookup(cmd.Args(), buf[:0])
 	if err == nil && mayWrite(info) && info.Class != command.NotSharded {
-		g.c.hot.written(g.top, info, cmd.Args(), keys)
+		g.c.hot.Written(info, cmd.Args(), keys)
 	}
 }
 

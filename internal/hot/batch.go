@@ -1,4 +1,4 @@
-package redshard
+package hot
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/redshard/redshard/internal/command"
 )
 
-// mget answers the hot keys of an MGET with LocalCache as a GET of each
+// MGet answers the hot keys of an MGET with LocalCache as a GET of each
 // would be answered (from the cache, or by one shared read of the key that
 // fills it) and sends an MGET of the other keys only. It reports whether it
 // carried the command out; when it did not (no hot key, not LocalCache, a
@@ -19,9 +19,9 @@ import (
 // usual way. The cached replies are those of GET: a write through the client
 // evicts them before it returns, so read-your-writes and MaxStaleness hold
 // exactly as for single reads.
-func (h *hotPath) mget(ctx context.Context, c *client, top *topology, cmd redis.Cmder, keys []int) (bool, error) {
+func (h *Path) MGet(ctx context.Context, top Topology, cmd redis.Cmder, keys []int) (bool, error) {
 	sc, ok := cmd.(*redis.SliceCmd)
-	if !ok || h.cache == nil || top.guarded || len(keys) < 2 {
+	if !ok || h.cache == nil || top.Guarded() || len(keys) < 2 {
 		return false, nil
 	}
 	args := cmd.Args()
@@ -36,7 +36,7 @@ func (h *hotPath) mget(ctx context.Context, c *client, top *topology, cmd redis.
 		}
 		// A hot key on a down shard is sent with the rest: the down
 		// shard's error, or its stand-in.
-		if s := top.shards[top.ring.LookupIndex(key)]; !s.down.Load() {
+		if s := top.Shard(top.Owner(key)); !s.Down() {
 			hot = append(hot, mgetHot{j: j, key: key, s: s})
 		}
 	}
@@ -48,7 +48,7 @@ func (h *hotPath) mget(ctx context.Context, c *client, top *topology, cmd redis.
 	for i := range hot {
 		m := &hot[i]
 		h.det.ObserveHot(m.key) // found hot above: counted without a lock
-		m.hs = m.s.hotState()
+		m.hs = m.s.HotState()
 		if r, ok := h.lookup(m.hs, m.key, getSubKey); ok {
 			vals[m.j] = r.mgetValue()
 			continue
@@ -59,13 +59,13 @@ func (h *hotPath) mget(ctx context.Context, c *client, top *topology, cmd redis.
 		sc.SetVal(vals)
 		return true, nil
 	}
-	return true, h.mgetRest(ctx, c, top, sc, keys, vals, slices.Clone(hot), misses)
+	return true, h.mgetRest(ctx, top, sc, keys, vals, slices.Clone(hot), misses)
 }
 
 // mgetRest finishes a hot MGET whose cache lookups are done: it reads the
 // misses (positions in hot) and sends the keys that are not hot as one
 // MGET, in parallel.
-func (h *hotPath) mgetRest(ctx context.Context, c *client, top *topology, sc *redis.SliceCmd,
+func (h *Path) mgetRest(ctx context.Context, top Topology, sc *redis.SliceCmd,
 	keys []int, vals []interface{}, hot []mgetHot, misses []int) error {
 	args := sc.Args()
 	var rest *redis.SliceCmd
@@ -97,11 +97,7 @@ func (h *hotPath) mgetRest(ctx context.Context, c *client, top *topology, sc *re
 		// On top, which the caller counts in flight: entering again could
 		// route it on a newer ring whose first move waits for this very
 		// command. Its error is stored here, as go-redis would.
-		info, restKeys, err := command.Lookup(rest.Args(), nil)
-		if err == nil {
-			err = c.routeOther(ctx, top, rest, info, restKeys, nil, false)
-		}
-		if err != nil && rest.Err() == nil {
+		if err := h.env.Route(ctx, top, rest); err != nil && rest.Err() == nil {
 			rest.SetErr(err)
 		}
 	})
@@ -137,8 +133,8 @@ func (h *hotPath) mgetRest(ctx context.Context, c *client, top *topology, sc *re
 type mgetHot struct {
 	j   int
 	key string
-	s   *shard
-	hs  *hotShard
+	s   Backend
+	hs  *Shard
 }
 
 // mgetValue is what MGET replies for a key whose GET reply is r: the

@@ -1,4 +1,4 @@
-package redshard
+package hot
 
 import (
 	"context"
@@ -9,11 +9,11 @@ import (
 	"github.com/redshard/redshard/internal/command"
 )
 
-// hotPipe is the hot-key layer's part in one pipeline (not a transaction)
+// Pipe is the hot-key layer's part in one pipeline (not a transaction)
 // with LocalCache: it answers the reads that a single command would have
 // answered from the local cache, and keeps the pipeline's order for them.
-// It belongs to one processPipeline call and is not safe for concurrent
-// use; a nil *hotPipe answers nothing.
+// It belongs to one processPipeline call (the root's) and is not safe for concurrent
+// use; a nil *Pipe answers nothing.
 //
 // A read of a key answered from the cache must not miss a write made
 // earlier in the same pipeline (SET k v2; GET k reads v2), which is sent to
@@ -22,9 +22,9 @@ import (
 // may have written its key; and a read that misses the cache, of a key that
 // a later command may write, is read before the pipeline is sent, so that
 // it sees the key as it was before, as on one connection.
-type hotPipe struct {
-	h   *hotPath
-	top *topology
+type Pipe struct {
+	h   *Path
+	top Topology
 
 	written map[string]struct{} // keys named by the pipeline's writes so far
 	anyKey  bool                // a command so far may have written keys it does not name
@@ -35,29 +35,29 @@ type hotPipe struct {
 
 // pipeMiss is a read of key on shard s to answer by cachedRead.
 type pipeMiss struct {
-	s        *shard
+	s        Backend
 	key, sub string
 	cmd      redis.Cmder
 }
 
-// pipeline returns the hot-key layer's part in a pipeline routed on top,
+// Pipeline returns the hot-key layer's part in a pipeline routed on top,
 // or nil when it answers nothing locally: no LocalCache (h may be nil), or
 // a membership change being handed off, whose reads must go through the
 // handoff as hot MGET's do.
-func (h *hotPath) pipeline(top *topology) *hotPipe {
-	if h == nil || h.cache == nil || top.guarded {
+func (h *Path) Pipeline(top Topology) *Pipe {
+	if h == nil || h.cache == nil || top.Guarded() {
 		return nil
 	}
-	return &hotPipe{h: h, top: top}
+	return &Pipe{h: h, top: top}
 }
 
-// answer is told of every command of the pipeline, in order, before it is
+// Answer is told of every command of the pipeline, in order, before it is
 // routed (lookupErr is command.Lookup's error). It reports whether the
 // command is answered locally: a supported read of one hot key whose owner
-// is up, as process would answer it alone (see cacheable and replyKind),
+// is up, as Process would answer it alone (see cacheable and replyKind),
 // and that no earlier command of the pipeline may have written. A cache
-// hit is answered at once; a miss is read by start.
-func (p *hotPipe) answer(info command.Info, cmd redis.Cmder, keys []int, lookupErr error) bool {
+// hit is answered at once; a miss is read by Start.
+func (p *Pipe) Answer(info command.Info, cmd redis.Cmder, keys []int, lookupErr error) bool {
 	if p == nil {
 		return false
 	}
@@ -82,13 +82,13 @@ func (p *hotPipe) answer(info command.Info, cmd redis.Cmder, keys []int, lookupE
 	if _, ok := p.written[key]; ok || !p.h.det.IsHot(key) {
 		return false
 	}
-	s := p.top.shards[p.top.ring.LookupIndex(key)]
-	if s.down.Load() {
+	s := p.top.Shard(p.top.Owner(key))
+	if s.Down() {
 		return false // the down shard's error, or its stand-in, as for a single read
 	}
 	p.h.det.ObserveHot(key) // routing counts only the commands it routes
 	sub := subKey(kind, info.Name, args, keys[0])
-	if p.h.hit(s.hotState(), key, sub, cmd) {
+	if p.h.hit(s.HotState(), key, sub, cmd) {
 		return true
 	}
 	p.misses = append(p.misses, pipeMiss{s: s, key: key, sub: sub, cmd: cmd})
@@ -98,7 +98,7 @@ func (p *hotPipe) answer(info command.Info, cmd redis.Cmder, keys []int, lookupE
 // wrote notes a command that may write: the keys it names, or, for one
 // that names none or is not a keyed command (FLUSHDB, EVAL with no key,
 // SELECT, a command the table does not know), every key.
-func (p *hotPipe) wrote(info command.Info, args []interface{}, keys []int) {
+func (p *Pipe) wrote(info command.Info, args []interface{}, keys []int) {
 	switch {
 	case info.Name == "ping" || info.Name == "echo":
 	case len(keys) == 0 || info.Class != command.Keyed && info.Class != command.Split && info.Class != command.Channel:
@@ -113,11 +113,11 @@ func (p *hotPipe) wrote(info command.Info, args []interface{}, keys []int) {
 	}
 }
 
-// start reads the misses of the pipeline, each as a single read would (one
+// Start reads the misses of the pipeline, each as a single read would (one
 // shared read per key that fills the cache). Those of keys a command of the
-// pipeline may write are read before start returns, and must be before the
-// pipeline is sent; the others run beside it, until wait.
-func (p *hotPipe) start(ctx context.Context) {
+// pipeline may write are read before Start returns, and must be before the
+// pipeline is sent; the others run beside it, until Wait.
+func (p *Pipe) Start(ctx context.Context) {
 	if p == nil || len(p.misses) == 0 {
 		return
 	}
@@ -136,15 +136,15 @@ func (p *hotPipe) start(ctx context.Context) {
 }
 
 // read answers misses, in parallel.
-func (p *hotPipe) read(ctx context.Context, misses []pipeMiss) {
+func (p *Pipe) read(ctx context.Context, misses []pipeMiss) {
 	parallel(len(misses), func(i int) {
 		m := misses[i]
 		_ = p.h.cachedRead(ctx, p.top, m.s, m.key, m.sub, m.cmd)
 	})
 }
 
-// wait returns once every miss that start left running has its reply.
-func (p *hotPipe) wait() {
+// Wait returns once every miss that start left running has its reply.
+func (p *Pipe) Wait() {
 	if p != nil {
 		p.along.Wait()
 	}

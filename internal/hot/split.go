@@ -1,4 +1,4 @@
-package redshard
+package hot
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/redshard/redshard/internal/rediserr"
 
 	"github.com/redshard/redshard/internal/command"
 )
@@ -53,7 +54,7 @@ type splitStripe struct {
 // splitEntry is one hot key's copies.
 type splitEntry struct {
 	gen    uint64
-	copies map[*backend]time.Time // live until
+	copies map[Backend]time.Time // live until
 	// absentUntil: the last fill found no key on the owner (or one that
 	// cannot be copied there): until then, reads go to the owner.
 	absentUntil time.Time
@@ -82,7 +83,7 @@ func (r *splitRegistry) entry(st *splitStripe, key string, now time.Time) *split
 	if len(st.m) >= 32 {
 		r.sweep(st, now)
 	}
-	e := &splitEntry{gen: r.seq.Add(1), copies: map[*backend]time.Time{}}
+	e := &splitEntry{gen: r.seq.Add(1), copies: map[Backend]time.Time{}}
 	st.m[key] = e
 	r.entries.Add(1)
 	return e
@@ -108,34 +109,34 @@ func (r *splitRegistry) sweep(st *splitStripe, now time.Time) {
 
 // splitRead answers a read of hot key (at args[kpos]) owned by shard i from
 // a copy or from the owner, chosen at random.
-func (h *hotPath) splitRead(ctx context.Context, top *topology, info command.Info, i int, key string, kpos int, cmd redis.Cmder) error {
-	owner := top.shards[i]
+func (h *Path) splitRead(ctx context.Context, top Topology, info command.Info, i int, key string, kpos int, cmd redis.Cmder) error {
+	owner := top.Shard(i)
 	var buf [8]int
-	places := top.ring.ReplicaIndexes(key, buf[:0], h.opt.Copies)
+	places := top.Replicas(key, buf[:0], h.opt.Copies)
 	j := h.choose(top, places)
 	if j == i {
 		h.charge(owner, 1)
-		return owner.client.Process(ctx, cmd)
+		return owner.Client().Process(ctx, cmd)
 	}
-	b := top.shards[j]
-	if b.down.Load() || !h.copyReady(ctx, key, owner, b) {
+	b := top.Shard(j)
+	if b.Down() || !h.copyReady(ctx, key, owner, b) {
 		h.charge(owner, 1)
-		return owner.client.Process(ctx, cmd)
+		return owner.Client().Process(ctx, cmd)
 	}
 	clone := cmd.Clone()
 	clone.Args()[kpos] = h.copyName(key)
 	h.charge(b, 1)
-	_ = b.client.Process(ctx, clone)
+	_ = b.Client().Process(ctx, clone)
 	r := replyOf(clone)
 	if r.err != nil && r.err != redis.Nil || emptyReply(info.Name, r) {
 		// Either the copy is gone (evicted, flushed) or the reply is empty
 		// anyway: only the owner can tell which, so it answers.
 		if missingReply(info.Name, r) {
-			h.split.dropCopy(key, b.backend)
+			h.split.dropCopy(key, b)
 		}
 		h.stats.fallbacks.Add(1)
 		h.charge(owner, 1)
-		return owner.client.Process(ctx, cmd)
+		return owner.Client().Process(ctx, cmd)
 	}
 	h.stats.splitReads.Add(1)
 	return r.apply(cmd)
@@ -146,7 +147,7 @@ func (h *hotPath) splitRead(ctx context.Context, top *topology, info command.Inf
 // each lately (reads, fills, deletes, writes of hot keys). Picking at
 // random alone would leave the owner busiest, as it also takes the
 // writes and the DUMPs of the fills.
-func (h *hotPath) choose(top *topology, places []int) int {
+func (h *Path) choose(top Topology, places []int) int {
 	n := len(places)
 	if n == 1 {
 		return places[0]
@@ -157,7 +158,7 @@ func (h *hotPath) choose(top *topology, places []int) int {
 		b++
 	}
 	pa, pb := places[a], places[b]
-	if top.shards[pb].hotState().load.Load() < top.shards[pa].hotState().load.Load() {
+	if top.Shard(pb).HotState().load.Load() < top.Shard(pa).HotState().load.Load() {
 		return pb
 	}
 	return pa
@@ -168,22 +169,20 @@ func (h *hotPath) choose(top *topology, places []int) int {
 const loadDecayEvery = 1 << 15
 
 // charge counts n commands of hot-key work sent to s (see choose).
-func (h *hotPath) charge(s *shard, n int64) { h.chargeState(s.hotState(), n) }
+func (h *Path) charge(s Backend, n int64) { h.chargeState(s.HotState(), n) }
 
-func (h *hotPath) chargeState(hs *hotShard, n int64) {
+func (h *Path) chargeState(hs *Shard, n int64) {
 	hs.load.Add(n)
 	if h.charges.Add(n)%loadDecayEvery < n {
-		for _, s := range h.c.top.Load().sources() {
-			if x := s.hot.Load(); x != nil {
-				x.load.Store(x.load.Load() / 2) // racing charges may be lost: it is a heuristic
-			}
-		}
+		h.env.EachShard(func(x *Shard) {
+			x.load.Store(x.load.Load() / 2) // racing charges may be lost: it is a heuristic
+		})
 	}
 }
 
 // copyReady reports whether this client's copy of key on b is live, making
 // it first if it is not (once, however many callers ask).
-func (h *hotPath) copyReady(ctx context.Context, key string, owner, b *shard) bool {
+func (h *Path) copyReady(ctx context.Context, key string, owner, b Backend) bool {
 	st := h.split.stripe(key)
 	for {
 		now := time.Now()
@@ -193,7 +192,7 @@ func (h *hotPath) copyReady(ctx context.Context, key string, owner, b *shard) bo
 			st.mu.Unlock()
 			break
 		}
-		if until, ok := e.copies[b.backend]; ok && now.Before(until) {
+		if until, ok := e.copies[b]; ok && now.Before(until) {
 			st.mu.Unlock()
 			return true
 		}
@@ -216,7 +215,7 @@ func (h *hotPath) copyReady(ctx context.Context, key string, owner, b *shard) bo
 		}
 	}
 
-	fk := "f" + strconv.Itoa(b.hotState().id) + "/" + key
+	fk := "f" + strconv.Itoa(b.HotState().id) + "/" + key
 	if _, err := h.flight(ctx, fk, func(fctx context.Context) (any, error) {
 		h.fill(fctx, key, owner, b)
 		return nil, nil
@@ -227,7 +226,7 @@ func (h *hotPath) copyReady(ctx context.Context, key string, owner, b *shard) bo
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if e := st.m[key]; e != nil {
-		until, ok := e.copies[b.backend]
+		until, ok := e.copies[b]
 		return ok && now.Before(until)
 	}
 	return false
@@ -235,13 +234,13 @@ func (h *hotPath) copyReady(ctx context.Context, key string, owner, b *shard) bo
 
 // fill copies key from its owner to b and marks the copy live, unless a
 // write through the client bumped the key's generation meanwhile.
-func (h *hotPath) fill(ctx context.Context, key string, owner, b *shard) {
+func (h *Path) fill(ctx context.Context, key string, owner, b Backend) {
 	r := h.split
 	st := r.stripe(key)
 	start := time.Now()
 	st.mu.Lock()
 	e := r.entry(st, key, start)
-	if until, ok := e.copies[b.backend]; (ok && start.Before(until)) || e.deleting > 0 {
+	if until, ok := e.copies[b]; (ok && start.Before(until)) || e.deleting > 0 {
 		st.mu.Unlock()
 		return
 	}
@@ -260,12 +259,12 @@ func (h *hotPath) fill(ctx context.Context, key string, owner, b *shard) {
 	// for the PTTL too would double the owner's share of the fill work.)
 	ttl := h.opt.MaxStaleness
 	h.charge(owner, 1)
-	dump := owner.client.Dump(ctx, key)
+	dump := owner.Client().Dump(ctx, key)
 	absent := false
 	switch err := dump.Err(); {
 	case err == redis.Nil:
 		absent = true
-	case isRedisError(err): // a type the server cannot DUMP (miniredis): the owner serves it
+	case rediserr.Is(err): // a type the server cannot DUMP (miniredis): the owner serves it
 		absent = true
 	case err != nil:
 		return // unreachable now: the next read tries again
@@ -281,7 +280,7 @@ func (h *hotPath) fill(ctx context.Context, key string, owner, b *shard) {
 	name := h.copyName(key)
 	h.charge(b, 1)
 	restore := redis.NewStatusCmd(ctx, "restore", name, ttl.Milliseconds(), dump.Val(), "replace")
-	if err := indexInternal(ctx, b.client, restore, name); err != nil {
+	if err := h.env.IndexInternal(ctx, b.Client(), restore, name); err != nil {
 		return
 	}
 	h.stats.fills.Add(1)
@@ -290,19 +289,19 @@ func (h *hotPath) fill(ctx context.Context, key string, owner, b *shard) {
 	if ok {
 		// From the DUMP's start: the copy never outlives MaxStaleness
 		// counted from the state it shows.
-		e.copies[b.backend] = start.Add(ttl)
+		e.copies[b] = start.Add(ttl)
 	}
 	st.mu.Unlock()
 	if !ok {
 		h.charge(b, 1)
-		_ = deleteInternal(ctx, b.client, name)
+		_ = h.env.DeleteInternal(ctx, b.Client(), name)
 	}
 }
 
 // written forgets key's copies and deletes them; it returns when they are
 // deleted (or the deletes failed: the copies are unreadable either way and
 // expire on their own).
-func (r *splitRegistry) written(h *hotPath, key string) {
+func (r *splitRegistry) written(h *Path, key string) {
 	if r.entries.Load() == 0 {
 		return
 	}
@@ -315,7 +314,7 @@ func (r *splitRegistry) written(h *hotPath, key string) {
 	}
 	e.gen = r.seq.Add(1)
 	e.absentUntil = time.Time{}
-	var dels []*backend
+	var dels []Backend
 	for b := range e.copies {
 		dels = append(dels, b)
 	}
@@ -330,11 +329,11 @@ func (r *splitRegistry) written(h *hotPath, key string) {
 	e.deleting++
 	st.mu.Unlock()
 
-	ctx, cancel := context.WithTimeout(h.c.flights.ctx, hotFetchTimeout)
+	ctx, cancel := context.WithTimeout(h.env.Flights.Context(), hotFetchTimeout)
 	name := h.copyName(key)
 	parallel(len(dels), func(i int) {
-		h.chargeState(dels[i].hotState(), 1)
-		_ = deleteInternal(ctx, dels[i].client, name)
+		h.chargeState(dels[i].HotState(), 1)
+		_ = h.env.DeleteInternal(ctx, dels[i].Client(), name)
 	})
 	cancel()
 	st.mu.Lock()
@@ -345,7 +344,7 @@ func (r *splitRegistry) written(h *hotPath, key string) {
 }
 
 // dropCopy forgets key's copy on b, found missing by a read.
-func (r *splitRegistry) dropCopy(key string, b *backend) {
+func (r *splitRegistry) dropCopy(key string, b Backend) {
 	st := r.stripe(key)
 	st.mu.Lock()
 	if e := st.m[key]; e != nil {

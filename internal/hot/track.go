@@ -1,4 +1,4 @@
-package redshard
+package hot
 
 import (
 	"context"
@@ -13,41 +13,23 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redshard/redshard/internal/netconn"
+	"github.com/redshard/redshard/internal/rediserr"
 )
 
-// InvalidationState is how a shard's cached hot-key replies are kept fresh
-// (LocalCache). See HotShardStats.
+// InvalidationState is how a shard's cached replies are kept fresh: the
+// root's InvalidationState, which numbers its values as these are.
 type InvalidationState int32
 
 const (
-	// InvalidationUnprobed: no hot key has been read from the shard yet, so
-	// whether its server supports CLIENT TRACKING is not known.
+	// InvalidationUnprobed: no hot key has been read from the shard yet.
 	InvalidationUnprobed InvalidationState = iota
-	// InvalidationTracking: the server tracks the cached keys and sends
-	// their invalidations to a dedicated connection; a cached reply lags
-	// another process's write by the message's delivery time.
+	// InvalidationTracking: the server tracks the cached keys.
 	InvalidationTracking
-	// InvalidationStalenessOnly: the server refused CLIENT TRACKING; cached
-	// replies live MaxStaleness (with TrackingOn: are not cached).
+	// InvalidationStalenessOnly: the server refused CLIENT TRACKING.
 	InvalidationStalenessOnly
 	// InvalidationOff: tracking is off (TrackingOff, or SplitCopies).
 	InvalidationOff
 )
-
-// String returns "unprobed", "tracking", "staleness-only" or "off".
-func (s InvalidationState) String() string {
-	switch s {
-	case InvalidationUnprobed:
-		return "unprobed"
-	case InvalidationTracking:
-		return "tracking"
-	case InvalidationStalenessOnly:
-		return "staleness-only"
-	case InvalidationOff:
-		return "off"
-	}
-	return fmt.Sprintf("InvalidationState(%d)", int32(s))
-}
 
 const (
 	// invalidateChannel is where RESP2 connections receive the
@@ -61,7 +43,7 @@ const (
 	trackingBackoff = 2 * time.Second
 )
 
-// hotShard is the hot-key state of one shard backend: its number in the
+// Shard is the hot-key state of one shard backend: its number in the
 // local cache and, with tracking, the clients and the goroutine that keep
 // its cached replies fresh. It is safe for concurrent use.
 //
@@ -76,10 +58,10 @@ const (
 // reader's connections closes, as the server forgets what it tracked for it:
 // a close by the client is reported by the connection's wrapper, a close by
 // the server is found by watchReaders within about trackingPing.
-type hotShard struct {
-	h  *hotPath
-	b  *backend // the owner, whose close closes this
-	id int      // the shard's number in the local cache
+type Shard struct {
+	h  *Path
+	b  Backend // the owner, whose close closes this
+	id int     // the shard's number in the local cache
 
 	state atomic.Int32 // an InvalidationState
 
@@ -104,22 +86,21 @@ type hotShard struct {
 	ids   map[int64]struct{} // CLIENT IDs of the reader's connections, as they connected
 }
 
-// newShardState builds the hot-key state of backend b. Only b.hotState
-// calls it, once per backend.
-func (h *hotPath) newShardState(b *backend) *hotShard {
-	hs := &hotShard{h: h, b: b, id: int(h.nextID.Add(1))}
+// NewShard builds the hot-key state of backend b; closed says b is closed
+// already, and the state must never open a connection. Only the root's
+// backend calls it, once per backend (see Backend.HotState).
+func (h *Path) NewShard(b Backend, closed bool) *Shard {
+	hs := &Shard{h: h, b: b, id: int(h.nextID.Add(1)), closed: closed}
 	if h.opt.Mitigation != LocalCache || h.opt.Tracking == TrackingOff {
 		hs.state.Store(int32(InvalidationOff))
 	}
 	// A shard new to the hot path starts at the others' mean load, so that
 	// choose does not send it everything until it catches up.
 	var sum, n int64
-	for _, s := range h.c.top.Load().sources() {
-		if x := s.hot.Load(); x != nil {
-			sum += x.load.Load()
-			n++
-		}
-	}
+	h.env.EachShard(func(x *Shard) {
+		sum += x.load.Load()
+		n++
+	})
 	if n > 0 {
 		hs.load.Store(sum / n)
 	}
@@ -130,7 +111,7 @@ func (h *hotPath) newShardState(b *backend) *hotShard {
 // first time: CLIENT TRACKING OFF is harmless where tracking exists and an
 // error where it does not (Redis before 6, miniredis). A probe that cannot
 // reach the server leaves the state InvalidationUnprobed, to be tried again.
-func (hs *hotShard) tracking(ctx context.Context) InvalidationState {
+func (hs *Shard) tracking(ctx context.Context) InvalidationState {
 	if st := InvalidationState(hs.state.Load()); st != InvalidationUnprobed {
 		return st
 	}
@@ -148,12 +129,12 @@ func (hs *hotShard) tracking(ctx context.Context) InvalidationState {
 		hs.sub = hs.newClient(true)
 		hs.done = make(chan struct{})
 		hs.watched = make(chan struct{})
-		wctx, stop := context.WithCancel(hs.h.c.flights.ctx)
+		wctx, stop := context.WithCancel(hs.h.env.Flights.Context())
 		hs.stop = stop
 		hs.state.Store(int32(InvalidationTracking))
-		go hs.subscribe(hs.h.c.flights.ctx)
+		go hs.subscribe(hs.h.env.Flights.Context())
 		go hs.watchReaders(wctx)
-	case isRedisError(err):
+	case rediserr.Is(err):
 		hs.state.Store(int32(InvalidationStalenessOnly))
 		_ = hs.reader.Close() // reads go to the shard's own client
 		hs.reader = nil
@@ -161,12 +142,12 @@ func (hs *hotShard) tracking(ctx context.Context) InvalidationState {
 	return InvalidationState(hs.state.Load())
 }
 
-// newClient builds one of the shard's tracking clients (see Client.dial).
+// newClient builds one of the shard's tracking clients (see Backend.Dial).
 // The reader's connections report their close; the subscriber's report
 // their CLIENT ID.
-func (hs *hotShard) newClient(subscriber bool) *redis.Client {
+func (hs *Shard) newClient(subscriber bool) *redis.Client {
 	if subscriber {
-		return hs.h.c.dial(hs.b.shard, connTracking, func(ctx context.Context, cn *redis.Conn) error {
+		return hs.b.Dial(true, func(ctx context.Context, cn *redis.Conn) error {
 			id, err := cn.ClientID(ctx).Result()
 			if err != nil {
 				return err
@@ -175,7 +156,7 @@ func (hs *hotShard) newClient(subscriber bool) *redis.Client {
 			return nil
 		})
 	}
-	cl := hs.h.c.dial(hs.b.shard, connReader, func(ctx context.Context, cn *redis.Conn) error {
+	cl := hs.b.Dial(false, func(ctx context.Context, cn *redis.Conn) error {
 		id, err := cn.ClientID(ctx).Result()
 		if err != nil {
 			return fmt.Errorf("redshard: CLIENT ID of a hot-key reader connection: %w", err)
@@ -194,7 +175,7 @@ func (hs *hotShard) newClient(subscriber bool) *redis.Client {
 
 // watchReaders checks, every trackingPing until ctx ends, that the server
 // still has every connection of the reader (checkReaders).
-func (hs *hotShard) watchReaders(ctx context.Context) {
+func (hs *Shard) watchReaders(ctx context.Context) {
 	defer close(hs.watched)
 	t := time.NewTicker(trackingPing)
 	defer t.Stop()
@@ -218,7 +199,7 @@ func (hs *hotShard) watchReaders(ctx context.Context) {
 // fails (its own connection killed, say) decides nothing and the next one
 // runs a trackingPing later; a server that refuses CLIENT LIST ID leaves
 // MaxStaleness as the only bound.
-func (hs *hotShard) checkReaders(ctx context.Context) {
+func (hs *Shard) checkReaders(ctx context.Context) {
 	hs.idsMu.Lock()
 	args := make([]interface{}, 3, 3+len(hs.ids))
 	args[0], args[1], args[2] = "client", "list", "id"
@@ -231,7 +212,7 @@ func (hs *hotShard) checkReaders(ctx context.Context) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, trackingPing)
 	defer cancel()
-	cl := hs.b.heartbeatClient()
+	cl := hs.b.HeartbeatClient()
 	if cl == nil {
 		return // the backend is closing
 	}
@@ -264,19 +245,20 @@ func (hs *hotShard) checkReaders(ctx context.Context) {
 	}
 }
 
-// addHook adds a shard hook to the client that sends tracked reads, if it
-// exists yet; one made later gets it from Client.dial.
-func (hs *hotShard) addHook(newHook shardHook) {
+// AddHook adds the shard hook newHook makes to the client that sends
+// tracked reads, if it exists yet; one made later gets it from
+// Backend.Dial.
+func (hs *Shard) AddHook(newHook func() redis.Hook) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	if hs.reader != nil {
-		hs.reader.AddHook(newHook(hs.b.shard))
+		hs.reader.AddHook(newHook())
 	}
 }
 
 // trackedRead sends cmd on the reader as a tracked read redirected to id,
 // and reports whether the server accepted the tracking.
-func (hs *hotShard) trackedRead(ctx context.Context, id int64, cmd redis.Cmder) bool {
+func (hs *Shard) trackedRead(ctx context.Context, id int64, cmd redis.Cmder) bool {
 	var on, caching *redis.Cmd
 	_, _ = hs.reader.Pipelined(ctx, func(p redis.Pipeliner) error {
 		// Sent every time: it re-points a connection whose redirect
@@ -291,7 +273,7 @@ func (hs *hotShard) trackedRead(ctx context.Context, id int64, cmd redis.Cmder) 
 // connected is the subscriber's OnConnect: id is the new connection's
 // CLIENT ID. A new connection means the previous one is gone, with the
 // invalidations it may not have delivered.
-func (hs *hotShard) connected(id int64) {
+func (hs *Shard) connected(id int64) {
 	if hs.live.Swap(0) != 0 {
 		hs.drop()
 	}
@@ -302,14 +284,14 @@ func (hs *hotShard) connected(id int64) {
 // replaced: reads stop caching (live = 0) before the cached replies go.
 // While live was already 0 nothing was cached, so a failed reconnection
 // attempt drops nothing.
-func (hs *hotShard) disconnected() {
+func (hs *Shard) disconnected() {
 	if hs.live.Swap(0) != 0 {
 		hs.drop()
 	}
 }
 
 // drop makes every reply cached from the shard unreachable.
-func (hs *hotShard) drop() {
+func (hs *Shard) drop() {
 	hs.h.cache.InvalidateShard(hs.id)
 	hs.lost.Add(1)
 	hs.h.stats.trackingLost.Add(1)
@@ -317,7 +299,7 @@ func (hs *hotShard) drop() {
 
 // readerClosed is called when one of the reader's connections closes: the
 // server stops tracking what was read through it.
-func (hs *hotShard) readerClosed() {
+func (hs *Shard) readerClosed() {
 	if InvalidationState(hs.state.Load()) == InvalidationTracking {
 		hs.drop()
 	}
@@ -326,7 +308,7 @@ func (hs *hotShard) readerClosed() {
 // subscribe runs the invalidation connection until ctx ends: subscribe,
 // receive, and on any trouble drop the shard's cached replies, close the
 // subscription and start again with a fresh connection (and a fresh ID).
-func (hs *hotShard) subscribe(ctx context.Context) {
+func (hs *Shard) subscribe(ctx context.Context) {
 	defer close(hs.done)
 	var pause time.Duration
 	for ctx.Err() == nil {
@@ -362,7 +344,7 @@ func (hs *hotShard) subscribe(ctx context.Context) {
 // PING, or ctx ends, and reports whether it ever became live. A nil
 // payload (FLUSHALL, FLUSHDB) comes back as an error and ends it too:
 // everything must go then anyway.
-func (hs *hotShard) receive(ctx context.Context, ps *redis.PubSub) (wasLive bool) {
+func (hs *Shard) receive(ctx context.Context, ps *redis.PubSub) (wasLive bool) {
 	pinged := false
 	for {
 		msg, err := ps.ReceiveTimeout(ctx, trackingPing)
@@ -399,15 +381,15 @@ func (hs *hotShard) receive(ctx context.Context, ps *redis.PubSub) (wasLive bool
 }
 
 // invalidated handles one key named by an invalidation message.
-func (hs *hotShard) invalidated(key string) {
+func (hs *Shard) invalidated(key string) {
 	hs.h.cache.InvalidateKey(key)
 	hs.invalidations.Add(1)
 	hs.h.stats.invalidations.Add(1)
 }
 
-// close stops the subscriber goroutine and closes the shard's tracking
+// Close stops the subscriber goroutine and closes the shard's tracking
 // clients. Its owner, the backend, calls it once.
-func (hs *hotShard) close() {
+func (hs *Shard) Close() {
 	hs.mu.Lock()
 	hs.closed = true
 	ps, done, reader, sub := hs.ps, hs.done, hs.reader, hs.sub

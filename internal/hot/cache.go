@@ -1,4 +1,4 @@
-package redshard
+package hot
 
 import (
 	"context"
@@ -162,8 +162,8 @@ var getSubKey = plainSubKeys["get"][replyval.KindString]
 // cachedRead answers a supported read of a hot key on shard s from the local
 // cache, or reads it from the shard once for every caller asking at the
 // same time and caches the reply.
-func (h *hotPath) cachedRead(ctx context.Context, top *topology, s *shard, key, sub string, cmd redis.Cmder) error {
-	hs := s.hotState()
+func (h *Path) cachedRead(ctx context.Context, top Topology, s Backend, key, sub string, cmd redis.Cmder) error {
+	hs := s.HotState()
 	if h.hit(hs, key, sub, cmd) {
 		return cmd.Err()
 	}
@@ -171,7 +171,7 @@ func (h *hotPath) cachedRead(ctx context.Context, top *topology, s *shard, key, 
 }
 
 // missedRead is cachedRead after the cache missed.
-func (h *hotPath) missedRead(ctx context.Context, top *topology, s *shard, hs *hotShard, key, sub string, cmd redis.Cmder) error {
+func (h *Path) missedRead(ctx context.Context, top Topology, s Backend, hs *Shard, key, sub string, cmd redis.Cmder) error {
 	h.stats.misses.Add(1)
 	// The ticket is taken before anything is sent, and the flight's name
 	// carries its generations, which every invalidation, write, lost
@@ -180,7 +180,7 @@ func (h *hotPath) missedRead(ctx context.Context, top *topology, s *shard, hs *h
 	t := h.cache.FillTicket(hs.id, key, sub)
 	fk := make([]byte, 0, 80+len(sub)+len(key))
 	fk = append(fk, 'r')
-	fk = strconv.AppendUint(fk, top.epoch, 10)
+	fk = strconv.AppendUint(fk, top.Epoch(), 10)
 	fk = append(fk, '/')
 	fk = strconv.AppendInt(fk, int64(hs.id), 10)
 	fk = append(fk, '/')
@@ -202,7 +202,7 @@ func (h *hotPath) missedRead(ctx context.Context, top *topology, s *shard, hs *h
 
 // hit answers cmd, a read of key named sub (see subKey), from the local
 // cache if it holds the reply, and reports whether it did.
-func (h *hotPath) hit(hs *hotShard, key, sub string, cmd redis.Cmder) bool {
+func (h *Path) hit(hs *Shard, key, sub string, cmd redis.Cmder) bool {
 	r, ok := h.lookup(hs, key, sub)
 	if ok {
 		_ = r.apply(cmd)
@@ -212,7 +212,7 @@ func (h *hotPath) hit(hs *hotShard, key, sub string, cmd redis.Cmder) bool {
 
 // lookup returns the cached reply of the read of key named sub, and counts
 // a hit.
-func (h *hotPath) lookup(hs *hotShard, key, sub string) (*reply, bool) {
+func (h *Path) lookup(hs *Shard, key, sub string) (*reply, bool) {
 	v, ok := h.cache.Get(hs.id, key, sub)
 	if !ok {
 		return nil, false
@@ -226,7 +226,7 @@ func (h *hotPath) lookup(hs *hotShard, key, sub string) (*reply, bool) {
 // way, a reply it returns has made every reply of the key cached before it
 // unreachable (Fill, Supersede), so that reads never go backwards: see
 // docs/hot-reads.md.
-func (h *hotPath) fetch(ctx context.Context, s *shard, hs *hotShard, t localcache.Ticket, key, sub string, cmd redis.Cmder) *reply {
+func (h *Path) fetch(ctx context.Context, s Backend, hs *Shard, t localcache.Ticket, key, sub string, cmd redis.Cmder) *reply {
 	// A flight that ended just before this one started may have cached the
 	// reply (it waits until the cache shows it before ending).
 	if v, ok := h.cache.Get(hs.id, key, sub); ok {
@@ -240,18 +240,18 @@ func (h *hotPath) fetch(ctx context.Context, s *shard, hs *hotShard, t localcach
 			// The invalidation connection is not (yet, or no longer) up:
 			// nothing would tell us of a change.
 			store = false
-			_ = s.client.Process(ctx, cmd)
+			_ = s.Client().Process(ctx, cmd)
 		} else if !hs.trackedRead(ctx, id, cmd) {
 			store = false
 		}
 	case InvalidationStalenessOnly:
 		store = h.opt.Tracking != TrackingOn
-		_ = s.client.Process(ctx, cmd)
+		_ = s.Client().Process(ctx, cmd)
 	case InvalidationUnprobed: // the probe could not reach the server
 		store = false
-		_ = s.client.Process(ctx, cmd)
+		_ = s.Client().Process(ctx, cmd)
 	default: // InvalidationOff
-		_ = s.client.Process(ctx, cmd)
+		_ = s.Client().Process(ctx, cmd)
 	}
 	r := replyOf(cmd)
 	if !r.cacheable() {
