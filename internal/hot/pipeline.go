@@ -12,8 +12,8 @@ import (
 // Pipe is the hot-key layer's part in one pipeline (not a transaction)
 // with LocalCache: it answers the reads that a single command would have
 // answered from the local cache, and keeps the pipeline's order for them.
-// It belongs to one processPipeline call (the root's) and is not safe for concurrent
-// use; a nil *Pipe answers nothing.
+// It belongs to one processPipeline call (the root's) and is not safe for
+// concurrent use; a nil *Pipe answers nothing.
 //
 // A read of a key answered from the cache must not miss a write made
 // earlier in the same pipeline (SET k v2; GET k reads v2), which is sent to
@@ -143,7 +143,7 @@ func (p *Pipe) read(ctx context.Context, misses []pipeMiss) {
 	})
 }
 
-// Wait returns once every miss that start left running has its reply.
+// Wait returns once every miss that Start left running has its reply.
 func (p *Pipe) Wait() {
 	if p != nil {
 		p.along.Wait()
