@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 	"weak"
@@ -21,6 +22,9 @@ import (
 type handOut struct {
 	name   string
 	shards int
+	// closed: done with once closed, not once unreachable (goroutines of
+	// go-redis refer to it until it is closed).
+	closed bool
 	give   func(ctx context.Context, c *redshard.Client) (any, error)
 	use    func(ctx context.Context, h any, servers []*miniredis.Miniredis) error
 }
@@ -44,7 +48,31 @@ var handOuts = []handOut{
 		use: func(ctx context.Context, h any, servers []*miniredis.Miniredis) error {
 			return published(ctx, h.(*redis.PubSub), servers, "news")
 		}},
-	{name: "AutoPipeline", shards: 2,
+	{name: "SubscribeChannel", shards: 2, closed: true,
+		give: func(ctx context.Context, c *redshard.Client) (any, error) {
+			ps := c.Subscribe(ctx, "news")
+			_, err := ps.Receive(ctx)
+			ps.Channel() // go-redis's goroutines refer to it until it is closed
+			return ps, err
+		},
+		use: func(ctx context.Context, h any, servers []*miniredis.Miniredis) error {
+			for _, s := range servers {
+				s.Publish("news", "hello")
+			}
+			select {
+			case msg, ok := <-h.(*redis.PubSub).Channel():
+				if !ok {
+					return fmt.Errorf("the PubSub's channel is closed")
+				}
+				if msg.Payload != "hello" {
+					return fmt.Errorf("received %v, want hello", msg)
+				}
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}},
+	{name: "AutoPipeline", shards: 2, closed: true,
 		give: func(ctx context.Context, c *redshard.Client) (any, error) {
 			ap, err := c.AutoPipeline()
 			if err != nil {
@@ -55,7 +83,7 @@ var handOuts = []handOut{
 		use: func(ctx context.Context, h any, _ []*miniredis.Miniredis) error {
 			return setGet(ctx, h.(*redis.AutoPipeliner), "use")
 		}},
-	{name: "AsyncAutoPipeline", shards: 2,
+	{name: "AsyncAutoPipeline", shards: 2, closed: true,
 		give: func(ctx context.Context, c *redshard.Client) (any, error) {
 			ap, err := c.AsyncAutoPipeline()
 			if err != nil {
@@ -145,9 +173,7 @@ func TestHandedOutKeepsClientOpen(t *testing.T) {
 			}
 
 			if closeOnDrop(k) {
-				if err := box.h.(*redis.AutoPipeliner).Close(); err != nil {
-					t.Fatal(err)
-				}
+				closeHandle(t, box.h)
 			}
 			box.h = nil // the last thing the client handed out is dropped
 			gcUntil(t, "the client is closed", d.Closed)
@@ -199,9 +225,7 @@ func TestHandedOutDroppedWithClient(t *testing.T) {
 			d, _ := giveAndDrop(t, ctx, shards, k, box)
 			t.Cleanup(func() { _ = d.Close() })
 			if closeOnDrop(k) {
-				if err := box.h.(*redis.AutoPipeliner).Close(); err != nil {
-					t.Fatal(err)
-				}
+				closeHandle(t, box.h)
 			}
 			box.h = nil
 			gcUntil(t, "the client is closed", d.Closed)
@@ -211,12 +235,20 @@ func TestHandedOutDroppedWithClient(t *testing.T) {
 }
 
 // closeOnDrop reports whether a handle of kind k must be closed to be done
-// with (an AutoPipeliner's flushers refer to it until it is closed).
-func closeOnDrop(k handOut) bool { return k.name == "AutoPipeline" || k.name == "AsyncAutoPipeline" }
+// with (an AutoPipeliner's flushers refer to it until it is closed, as
+// go-redis's goroutines refer to a PubSub whose Channel was used).
+func closeOnDrop(k handOut) bool { return k.closed }
 
-// dropHandle gets a handle of kind k from c, uses it, and drops it (an
-// AutoPipeliner closed first: dropped unclosed, its flushers keep it, and
-// the client, in use).
+// closeHandle closes h.
+func closeHandle(t *testing.T, h any) {
+	t.Helper()
+	if err := h.(interface{ Close() error }).Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dropHandle gets a handle of kind k from c, uses it, and drops it (closed
+// first when go-redis's goroutines keep it in use until then).
 //
 //go:noinline
 func dropHandle(t *testing.T, ctx context.Context, c *redshard.Client, k handOut) {
@@ -225,9 +257,7 @@ func dropHandle(t *testing.T, ctx context.Context, c *redshard.Client, k handOut
 		t.Fatalf("%s: %v", k.name, err)
 	}
 	if closeOnDrop(k) {
-		if err := h.(*redis.AutoPipeliner).Close(); err != nil {
-			t.Fatal(err)
-		}
+		closeHandle(t, h)
 	}
 }
 
@@ -240,7 +270,7 @@ func TestClosedAutoPipelinerEndsItsLoan(t *testing.T) {
 	_, shards := miniShards(t, 2)
 	before := goleak.IgnoreCurrent()
 	box := &struct{ h any }{}
-	k := handOuts[2]
+	k := handOuts[slices.IndexFunc(handOuts, func(k handOut) bool { return k.name == "AutoPipeline" })]
 	d, wc := giveAndDrop(t, ctx, shards, k, box)
 	t.Cleanup(func() { _ = d.Close() })
 	gcUntil(t, "the Client's cleanup has run", func() bool { return wc.Value() == nil && d.Orphaned() })
