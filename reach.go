@@ -21,7 +21,10 @@ import (
 // order, under loans.mu.
 //
 // go-redis lets us see an AutoPipeliner close (WaitClosed), but not a PubSub or
-// a Conn: those are done with once unreachable, which a closed one soon is.
+// a Conn: those are done with once unreachable, which a closed one soon is
+// (not a PubSub whose Channel runs, nor a Conn of one shard's client that
+// made a new connection: go-redis refers to those until they are closed,
+// and to the latter for good).
 // Calls that hand out nothing that outlives them (Watch and its Tx,
 // ForEachShard) keep the handle reachable until they return.
 

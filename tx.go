@@ -164,7 +164,9 @@ func (g txGuard) written(cmd redis.Cmder) {
 // do). Otherwise it routes every command exactly as c does, over the
 // shards' pools, since no one connection reaches every shard. Close it
 // when done, as with go-redis. It keeps c open while it is reachable, even
-// once c itself is not (see Client).
+// once c itself is not (see Client). (On one shard, a Conn that made a new
+// connection of the pool stays reachable for good: go-redis keeps its
+// init function on the connection.)
 func (c *Client) Conn() *redis.Conn {
 	defer runtime.KeepAlive(c) // until the Conn is lent (reach.go)
 	var conn *redis.Conn
