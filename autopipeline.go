@@ -2,6 +2,7 @@ package redshard
 
 import (
 	"context"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -29,7 +30,8 @@ import (
 // and per-command errors in each caller's command. Options.AutoPipelineOptions
 // configures it, or go-redis's DefaultBlockingAutoPipelineOptions. The
 // instance is shared and cached until closed, as go-redis's is; closing the
-// client closes it. FullDuplex is ignored here (the batches have no one
+// client closes it. It keeps the Client open until it is closed, even once
+// the Client itself is unreachable (see Client). FullDuplex is ignored here (the batches have no one
 // connection to hold: each shard's part goes out on that shard's pipeline
 // connections); it applies to Options.AutoPipeline's per-shard pipeliners.
 //
@@ -44,10 +46,15 @@ func (c *Client) AutoPipeline() (*redis.AutoPipeliner, error) {
 // AutoPipeline). As with go-redis, the first call's options win while the
 // instance lives.
 func (c *Client) AutoPipelineWithOptions(o *redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
+	defer runtime.KeepAlive(c) // until the AutoPipeliner is lent (reach.go)
 	if c.closed.Load() {
 		return nil, redis.ErrClosed
 	}
-	return c.apFront.AutoPipelineWithOptions(c.frontAPOptions(o, redis.DefaultBlockingAutoPipelineOptions))
+	ap, err := c.apFront.AutoPipelineWithOptions(c.frontAPOptions(o, redis.DefaultBlockingAutoPipelineOptions))
+	if err == nil {
+		c.lendAutoPipeliner(ap, false)
+	}
+	return ap, err
 }
 
 // AsyncAutoPipeline returns the deferred AutoPipeliner of the client: command
@@ -61,10 +68,15 @@ func (c *Client) AsyncAutoPipeline() (*redis.AutoPipeliner, error) {
 // AsyncAutoPipelineWithOptions is AsyncAutoPipeline with explicit options
 // (nil: as AsyncAutoPipeline).
 func (c *Client) AsyncAutoPipelineWithOptions(o *redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
+	defer runtime.KeepAlive(c)
 	if c.closed.Load() {
 		return nil, redis.ErrClosed
 	}
-	return c.apFront.AsyncAutoPipelineWithOptions(c.frontAPOptions(o, redis.DefaultAutoPipelineOptions))
+	ap, err := c.apFront.AsyncAutoPipelineWithOptions(c.frontAPOptions(o, redis.DefaultAutoPipelineOptions))
+	if err == nil {
+		c.lendAutoPipeliner(ap, true)
+	}
+	return ap, err
 }
 
 // newAPFront returns the front client of Client.AutoPipeline's pipeliners:

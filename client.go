@@ -34,11 +34,14 @@ import (
 // with ErrNotSharded. See the README for the full table.
 //
 // Close a Client when done with it. A Client that is never closed is
-// closed once it becomes unreachable (runtime.AddCleanup, as an os.File
-// is): its goroutines stop and its connections close. What it handed out
-// (PubSubs, AutoPipeliners, ShardClient's and ForEachShard's clients,
-// a Conn, a Watch's Tx) does not keep it reachable and stops working then:
-// keep the Client while you use them. A WithTimeout client keeps it.
+// closed once neither it nor anything it handed out is in use any more (a
+// cleanup, as for an os.File): its goroutines stop and its connections
+// close. What keeps it open, even once the Client itself is unreachable: a
+// PubSub or a Conn while it is reachable, an AutoPipeliner until it is
+// closed, a WithTimeout client while it is reachable, and a Watch or a
+// ForEachShard until it returns (their Tx and shard clients are not to be
+// kept beyond it). The clients of ShardClient and ShardFor are the Client's
+// own: keep the Client while you use them.
 type Client struct {
 	// front is a go-redis client that never dials: it gives Client the whole
 	// command set, and its hooks route each command to a shard client. It is
@@ -47,7 +50,8 @@ type Client struct {
 	// own (Watch, Options) would not route.
 	*front
 	// client is the state; nothing redshard starts refers to the Client
-	// itself, so an unreachable Client can be cleaned up (NewClient).
+	// itself, so an unreachable Client can be cleaned up (NewClient), once
+	// nothing it handed out is in use (reach.go).
 	*client
 }
 
@@ -81,6 +85,7 @@ type client struct {
 	load    loader // GetOrLoad state (load.go); its zero value is ready
 
 	pubsub pubsubHub // Subscribe's front client and multiplexers (pubsub.go); its zero value is ready
+	loans  loans     // what the Client handed out and is in use (reach.go); its zero value is ready
 }
 
 // topology is an immutable snapshot of the ring and the shard backends,
@@ -194,10 +199,11 @@ func NewClient(opt *Options) (*Client, error) {
 		}
 	}
 	h := &Client{front: c.front, client: c}
-	// An unreachable, unclosed Client is closed, on a goroutine of its
-	// own: the runtime runs cleanups one at a time, and close waits for
-	// the client's shared calls.
-	runtime.AddCleanup(h, func(c *client) { go c.close() }, c)
+	// An unreachable, unclosed Client is closed once nothing it handed
+	// out is in use (reach.go), on a goroutine of its own: the runtime
+	// runs cleanups one at a time, and close waits for the client's
+	// shared calls.
+	runtime.AddCleanup(h, func(c *client) { go c.orphan() }, c)
 	return h, nil
 }
 
@@ -404,7 +410,9 @@ func (t *topology) unblock() { t.flight.blocking.Add(-1) }
 // opened to a shard and the front client. Commands issued after Close
 // return redis.ErrClosed. Close is idempotent and safe for concurrent use.
 // Call it when done: a Client that is dropped unclosed is closed only once
-// the garbage collector finds it unreachable, which may be much later.
+// the garbage collector finds it, and what it handed out, done with (see
+// Client), which may be much later. Close closes what the Client handed
+// out, in use or not.
 func (c *Client) Close() error { return c.close() }
 
 // close is Close, on the state (a cleanup of the Client calls it too).
@@ -495,8 +503,9 @@ func (c *client) Ring() *ring.Ring { return c.top.Load().ring }
 
 // ForEachShard calls fn concurrently for every shard client and returns the
 // first error. It mirrors redis.Ring.ForEachShard; the clients are owned by
-// c: do not close them.
-func (c *client) ForEachShard(ctx context.Context, fn func(ctx context.Context, client *redis.Client) error) error {
+// c: do not close them, nor keep them beyond fn without c.
+func (c *Client) ForEachShard(ctx context.Context, fn func(ctx context.Context, client *redis.Client) error) error {
+	defer runtime.KeepAlive(c) // the clients are c's: c stays open while fn runs
 	top, err := c.topology()
 	if err != nil {
 		return err

@@ -35,3 +35,30 @@ func (c *client) ShardAutoPipeliner(name string) *redis.AutoPipeliner {
 // FrontPoolStats returns the pool statistics of c's front client, which
 // never dials.
 func (c *client) FrontPoolStats() *redis.PoolStats { return c.front.PoolStats() }
+
+// Dropped watches a Client's state once the Client itself is dropped: it
+// refers to the state only, so the Client can become unreachable.
+type Dropped struct{ c *client }
+
+// Drop returns what watches c's state after c is dropped.
+func Drop(c *Client) Dropped { return Dropped{c.client} }
+
+// Orphaned reports whether the cleanup of the dropped Client has run.
+func (d Dropped) Orphaned() bool {
+	d.c.loans.mu.Lock()
+	defer d.c.loans.mu.Unlock()
+	return d.c.loans.orphaned
+}
+
+// Loans returns how many things the client handed out are in use.
+func (d Dropped) Loans() int {
+	d.c.loans.mu.Lock()
+	defer d.c.loans.mu.Unlock()
+	return d.c.loans.open
+}
+
+// Closed reports whether the client has been closed.
+func (d Dropped) Closed() bool { return d.c.closed.Load() }
+
+// Close closes the client (a failed test's cleanup).
+func (d Dropped) Close() error { return d.c.close() }

@@ -2,6 +2,7 @@ package redshard
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,21 +41,31 @@ import (
 // 500ms) sends a PING, and one that then receives nothing within
 // Health.Timeout (at least 1s) is a failed shard as above (3s and 3s when
 // the heartbeat is disabled). Close the
-// PubSub when done, as with go-redis.
+// PubSub when done, as with go-redis. The PubSub keeps the Client open
+// while it is reachable, even once the Client itself is not (see Client).
 func (c *Client) Subscribe(ctx context.Context, channels ...string) *redis.PubSub {
-	return c.pubsubFront().Subscribe(ctx, channels...)
+	defer runtime.KeepAlive(c) // until the PubSub is lent (reach.go)
+	ps := c.pubsubFront().Subscribe(ctx, channels...)
+	lendUntilUnreachable(c.client, ps)
+	return ps
 }
 
 // PSubscribe subscribes to patterns on every shard, since a pattern can
 // match channels owned by any of them; otherwise as Subscribe.
 func (c *Client) PSubscribe(ctx context.Context, patterns ...string) *redis.PubSub {
-	return c.pubsubFront().PSubscribe(ctx, patterns...)
+	defer runtime.KeepAlive(c)
+	ps := c.pubsubFront().PSubscribe(ctx, patterns...)
+	lendUntilUnreachable(c.client, ps)
+	return ps
 }
 
 // SSubscribe subscribes to shard channels (SPUBLISH) on their owners;
 // otherwise as Subscribe.
 func (c *Client) SSubscribe(ctx context.Context, channels ...string) *redis.PubSub {
-	return c.pubsubFront().SSubscribe(ctx, channels...)
+	defer runtime.KeepAlive(c)
+	ps := c.pubsubFront().SSubscribe(ctx, channels...)
+	lendUntilUnreachable(c.client, ps)
+	return ps
 }
 
 // pubsubHub is a Client's Pub/Sub state: the hub made on first use. Its

@@ -19,7 +19,7 @@ import (
 // ErrNotSharded. Use c's own methods for those. The timeout applies to
 // commands on the shards' command connections; redshard's own reads (hot-key
 // shared reads, handoffs) keep the shards' options. The returned client
-// keeps c reachable (see Client on unreachable clients).
+// keeps c open while it is reachable (see Client on clients dropped unclosed).
 func (c *Client) WithTimeout(timeout time.Duration) *redis.Client {
 	c.timeoutsUsed.Store(true)
 	return newFront(timeoutRoute{c: c, timeout: timeout})

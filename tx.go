@@ -3,6 +3,7 @@ package redshard
 import (
 	"context"
 	"fmt"
+	"runtime"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redshard/redshard/internal/netconn"
@@ -22,6 +23,7 @@ import (
 // then be on one shard) as the Client does. WATCH inside fn is refused
 // there: pass the keys to Watch.
 func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...string) error {
+	defer runtime.KeepAlive(c) // the Tx is c's: c stays open while fn runs
 	for {
 		if len(keys) == 0 && len(c.top.Load().shards) > 1 {
 			return c.front.Watch(ctx, fn) // a Tx of the front client: its hooks are the router
@@ -161,14 +163,21 @@ func (g txGuard) written(cmd redis.Cmder) {
 // it; command hooks (AddCommandHook) do not see its commands, shard hooks
 // do). Otherwise it routes every command exactly as c does, over the
 // shards' pools, since no one connection reaches every shard. Close it
-// when done, as with go-redis.
+// when done, as with go-redis. It keeps c open while it is reachable, even
+// once c itself is not (see Client). (On one shard, a Conn that made a new
+// connection of the pool stays reachable for good: go-redis keeps its
+// init function on the connection.)
 func (c *Client) Conn() *redis.Conn {
+	defer runtime.KeepAlive(c) // until the Conn is lent (reach.go)
+	var conn *redis.Conn
 	if top := c.top.Load(); !c.closed.Load() && len(top.shards) == 1 && top.settled() && c.hot == nil {
-		conn := top.shards[0].client.Conn()
+		conn = top.shards[0].client.Conn()
 		// Its connection is taken checked: go-redis does not retry a
 		// Conn's command on another connection.
 		conn.AddHook(netconn.CheckedHook{Set: &top.shards[0].conns})
-		return conn
+	} else {
+		conn = c.front.Conn()
 	}
-	return c.front.Conn()
+	lendUntilUnreachable(c.client, conn)
+	return conn
 }
