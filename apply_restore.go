@@ -67,7 +67,7 @@ func RegistryBehind(ctx context.Context, reg registry.Registry, doc json.RawMess
 // cur, is behind it, with an account of how it was found; how is empty
 // when the registry is not behind.
 func (d *driver) lost(ctx context.Context, cur registry.Config, doc json.RawMessage) (lost registry.Config, how string, err error) {
-	beacons, err := d.readBeacons(ctx, cur, registry.Config{Doc: doc})
+	found, err := d.readBeacons(ctx, cur, registry.Config{Doc: doc})
 	if err != nil {
 		return lost, "", err
 	}
@@ -76,14 +76,14 @@ func (d *driver) lost(ctx context.Context, cur registry.Config, doc json.RawMess
 		return lost, "", fmt.Errorf("redshard: apply: reading the members: %w", err)
 	}
 	var top *beaconConfig
-	for i := range beacons {
-		b := &beacons[i]
+	for i := range found {
+		b := &found[i]
 		switch {
-		case top == nil || top.cfg.Version().Less(b.cfg.Version()):
+		case top == nil || top.Config.Version().Less(b.Config.Version()):
 			top = b
-		case top.cfg.Version() == b.cfg.Version() && top.cfg.ID() != b.cfg.ID():
+		case top.Config.Version() == b.Config.Version() && top.Config.ID() != b.Config.ID():
 			return lost, "", fmt.Errorf("%w: the beacons of %s and %s name two configs at %s (%s and %s); the servers belong to two fleets, or a registry that lost its data was given a new config: resolve it by hand (docs/operations.md)",
-				ErrRegistryBehind, top.server, b.server, b.cfg.Version(), top.cfg.ID(), b.cfg.ID())
+				ErrRegistryBehind, top.Server, b.Server, b.Config.Version(), top.Config.ID(), b.Config.ID())
 		}
 	}
 	// A driver writes each phase's beacons just before it publishes the
@@ -91,19 +91,19 @@ func (d *driver) lost(ctx context.Context, cur registry.Config, doc json.RawMess
 	// of the registry, of a config no member reports, are not a loss (run
 	// goes on from cur and publishes that phase itself, sever first). A
 	// member that reports it shows it was published: a loss.
-	pending := top != nil && nextPhase(cur, top.cfg) && !reported(members, top.cfg)
-	if top == nil || pending || !behind(cur, top.cfg) {
+	pending := top != nil && nextPhase(cur, top.Config) && !reported(members, top.Config)
+	if top == nil || pending || !behind(cur, top.Config) {
 		if _, astray := registry.AckedConfig(members, cur); len(astray) > 0 {
 			return lost, "", fmt.Errorf("%w: it holds %s, but member %s reports %s (%s) and no server's beacon holds that config: it cannot be restored from them",
 				ErrRegistryBehind, cur.Version(), astray[0].ID, astray[0].Version(), orNone(astray[0].Config))
 		}
 		return lost, "", nil
 	}
-	lost = top.cfg
+	lost = top.Config
 	for _, m := range members {
 		if lost.Version().Less(m.Version()) {
 			return registry.Config{}, "", fmt.Errorf("%w: member %s reports %s, newer than every beacon (%s on %s): not restoring",
-				ErrRegistryBehind, m.ID, m.Version(), lost.Version(), top.server)
+				ErrRegistryBehind, m.ID, m.Version(), lost.Version(), top.Server)
 		}
 	}
 	if !cur.Version().Less(lost.Version()) {
@@ -111,7 +111,7 @@ func (d *driver) lost(ctx context.Context, cur registry.Config, doc json.RawMess
 			ErrRegistryBehind, cur.Version(), orNone(cur.ID()), lost.Version(), lost.ID())
 	}
 	how = fmt.Sprintf("the registry held %s; restored %s from the beacons of %d servers (the newest on %s) and %d live members",
-		cur.Version(), lost.Version(), len(beacons), top.server, len(members))
+		cur.Version(), lost.Version(), len(found), top.Server, len(members))
 	return lost, how, nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redshard/redshard/internal/connname"
 	"github.com/redshard/redshard/registry"
 )
 
@@ -28,7 +29,7 @@ const severRetry = 250 * time.Millisecond
 // connections; one that is joining has acknowledged nothing and read a
 // config no older than prev (it joins before it reads). A member is
 // spared by identity: its id and the incarnation its heartbeat carries,
-// both in its connections' names (connName), so a dropped process is cut
+// both in its connections' names (connname.Name), so a dropped process is cut
 // off even when a live one reuses its id or has one that looks alike.
 //
 // A server that cannot be reached is tried again until ctx ends: a dropped
@@ -63,10 +64,10 @@ func (d *driver) severOnce(ctx context.Context, prev registry.Config, shards []S
 	if err != nil {
 		return fmt.Errorf("reading the members: %w", err)
 	}
-	keep := make(map[connMember]bool, len(members))
+	keep := make(map[connname.Member]bool, len(members))
 	for _, m := range members {
 		if v := m.Version(); m.Incarnation != "" && (v == (registry.Version{}) || !v.Less(prev.Version())) {
-			keep[connMember{m.ID, m.Incarnation}] = true
+			keep[connname.Member{ID: m.ID, Incarnation: m.Incarnation}] = true
 		}
 	}
 	errs := make([]error, len(shards))
@@ -97,10 +98,10 @@ func (d *driver) dialer() *client {
 }
 
 // severOn kills, on cl's server, the fleet connections (those whose name
-// starts with connNamePrefix) whose (member, incarnation) pair keep does
-// not hold, and those whose name connName cannot have made; it returns how
+// starts with connname.Prefix) whose (member, incarnation) pair keep does
+// not hold, and those whose name connname.Name cannot have made; it returns how
 // many it killed.
-func severOn(ctx context.Context, cl *redis.Client, keep map[connMember]bool) (int, error) {
+func severOn(ctx context.Context, cl *redis.Client, keep map[connname.Member]bool) (int, error) {
 	list, err := cl.ClientList(ctx).Result()
 	if err != nil {
 		return 0, err
@@ -116,10 +117,10 @@ func severOn(ctx context.Context, cl *redis.Client, keep map[connMember]bool) (i
 				name = f[len("name="):]
 			}
 		}
-		if id == "" || !strings.HasPrefix(name, connNamePrefix) {
+		if id == "" || !strings.HasPrefix(name, connname.Prefix) {
 			continue
 		}
-		if m, ok := parseConnName(name); !ok || !keep[m] {
+		if m, ok := connname.Parse(name); !ok || !keep[m] {
 			ids = append(ids, id)
 		}
 	}
