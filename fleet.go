@@ -46,7 +46,7 @@ import (
 // registry's MemberTTL) may have been dropped, and the fleet may go on
 // without it: it fences itself. Fenced, it refuses the keys it knows to be
 // moving and, before using a shard, reads the shard's beacon (the config
-// the driver last wrote on every server of its change, see Apply): a key
+// the driver last wrote on every server of its change, see fleet.Apply): a key
 // that a newer change moves, or whose owner there is another server, is
 // refused with ErrFenced; the rest is served, so a registry outage with no
 // change in flight stops nothing. Heartbeats that succeed again, and the

@@ -35,7 +35,7 @@ import (
 //     phase it publishes, the driver severs, on every server of both
 //     rings, every named connection whose (member, incarnation) pair is
 //     not that of a member live with the previous phase acknowledged
-//     (driver.sever): an identity check, so a dropped process is cut off
+//     (package fleet's sever): an identity check, so a dropped process is cut off
 //     even when a live one has its id or a look-alike. So a connection
 //     that survives a phase the fleet published without its process was
 //     admitted after the sever, by a regime that was current then.
