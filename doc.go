@@ -81,7 +81,7 @@
 // or, for a fleet, follow one registry instead (Options.Registry, package
 // registry: a Redis the operator designates, or etcd through
 // registry/etcdregistry). The registry holds the ring with an epoch; a
-// change (the redshard apply command, or Apply) runs in phases, each
+// change (the redshard apply command, or fleet.Apply) runs in phases, each
 // published only once every live process has acknowledged the previous
 // one, so processes are never more than one phase apart and no write is
 // lost between them. A process that loses the registry for longer than its

@@ -101,7 +101,7 @@ var (
 	// than its lease: the fleet may have gone on without it. Other keys are
 	// served. It ends once the process has caught up with the registry.
 	ErrFenced = errors.New("redshard: fenced from the fleet's membership change")
-	// ErrRegistryBehind is returned (FleetStatus.Err; Apply) when a fleet's
+	// ErrRegistryBehind is returned (FleetStatus.Err; fleet.Apply) when a fleet's
 	// registry holds a config older than what the fleet has followed, or
 	// another config at the same version: it lost its data or was
 	// restored from an older copy; or, to a process that starts or
@@ -109,12 +109,17 @@ var (
 	// registry's (or another at its version). A process that sees it
 	// fences itself (it refuses, with ErrFenced wrapping this error, the
 	// keys the servers' beacons say a change moves) until the registry is
-	// ahead again; Apply restores the registry from the servers' beacons
-	// (docs/operations.md).
+	// ahead again; fleet.Apply restores the registry from the servers'
+	// beacons (docs/operations.md).
 	ErrRegistryBehind = errors.New("redshard: the registry is behind the fleet")
 	// ErrFleetManaged is returned by SetShards on a client that follows a
 	// registry: its shard list changes with the fleet's (redshard apply).
 	ErrFleetManaged = errors.New("redshard: the shard list is managed by the registry")
+	// ErrMisplacedData is returned by fleet.Apply on an empty registry
+	// when the servers hold keys that the document's ring places
+	// elsewhere: data written under another ring (another recipe,
+	// vnodes_per_weight or shard list). Nothing is published.
+	ErrMisplacedData = errors.New("redshard: apply: the servers' data is placed by another ring")
 )
 
 // optionError is an invalid configuration value. Its message names the

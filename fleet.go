@@ -17,6 +17,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/redshard/redshard/internal/beacons"
+	"github.com/redshard/redshard/internal/connname"
 	"github.com/redshard/redshard/internal/lease"
 	"github.com/redshard/redshard/registry"
 	"github.com/redshard/redshard/ring"
@@ -44,7 +46,7 @@ import (
 // registry's MemberTTL) may have been dropped, and the fleet may go on
 // without it: it fences itself. Fenced, it refuses the keys it knows to be
 // moving and, before using a shard, reads the shard's beacon (the config
-// the driver last wrote on every server of its change, see Apply): a key
+// the driver last wrote on every server of its change, see fleet.Apply): a key
 // that a newer change moves, or whose owner there is another server, is
 // refused with ErrFenced; the rest is served, so a registry outage with no
 // change in flight stops nothing. Heartbeats that succeed again, and the
@@ -57,12 +59,11 @@ const (
 	// defaultFleetStart is FleetOptions.StartTimeout's default.
 	defaultFleetStart = 10 * time.Second
 	// beaconKey holds, on every server of a change, the registry config
-	// the driver last published (JSON).
-	beaconKey = InternalKeyPrefix + "beacon"
-	// beaconFresh is how long a fenced process trusts a beacon it read; a
-	// driver waits twice as long after writing beacons before it lets
-	// keys move (Apply).
-	beaconFresh = 250 * time.Millisecond
+	// the driver last published (internal/beacons).
+	beaconKey = beacons.Key
+	// beaconFresh is how long a fenced process trusts a beacon it read
+	// (internal/beacons).
+	beaconFresh = beacons.Fresh
 	// fenceMargin is the part of the lease a process keeps in hand: it
 	// fences itself this much before the registry could drop it. Fenced
 	// costs little (a beacon read per shard and quarter second), and the
@@ -208,7 +209,7 @@ type follower struct {
 	// (Client.enter) and by the admission of connections (fleet_fence.go).
 	lease *lease.Lease
 	// connName names this process's command connections: its member id
-	// and incarnation (connName).
+	// and incarnation (connname.Name).
 	connName string
 	// holdTimeout bounds a command held in Prepare (FleetOptions.HoldTimeout).
 	holdTimeout time.Duration
@@ -251,8 +252,8 @@ func newFollower(c *client, reg registry.Registry, fo *FleetOptions) (*follower,
 		_, _ = rand.Read(b[:])
 		f.me.ID = fmt.Sprintf("%s/%d/%s", host, f.me.PID, hex.EncodeToString(b[:]))
 	}
-	f.me.Incarnation = newIncarnation()
-	f.connName = connName(f.me.ID, f.me.Incarnation)
+	f.me.Incarnation = connname.NewIncarnation()
+	f.connName = connname.Name(f.me.ID, f.me.Incarnation)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	// Join before reading: from now on a driver counts this process as
@@ -504,12 +505,7 @@ func (f *follower) poll() (behind bool) {
 
 // behind reports whether the registry's cfg is behind applied, what a
 // client follows: older, or the same version of another config.
-func behind(cfg, applied registry.Config) bool {
-	if cfg.Version().Less(applied.Version()) {
-		return true
-	}
-	return cfg.Version() == applied.Version() && cfg.ID() != applied.ID()
-}
+func behind(cfg, applied registry.Config) bool { return beacons.Behind(cfg, applied) }
 
 func orNone(id string) string {
 	if id == "" {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redshard/redshard/internal/beacons"
 	"github.com/redshard/redshard/registry"
 )
 
@@ -41,12 +42,12 @@ import (
 func (f *follower) beaconsAhead(ctx context.Context, cfg registry.Config) error {
 	ctx, cancel := context.WithTimeout(ctx, f.ttl/4)
 	defer cancel()
-	beacons, readErr := readBeacons(ctx, &f.c.cfg.opt, cfg)
-	for _, b := range beacons {
-		if behind(cfg, b.cfg) && !nextPhase(cfg, b.cfg) {
+	found, readErr := readBeacons(ctx, &f.c.cfg.opt, cfg)
+	for _, b := range found {
+		if behind(cfg, b.Config) && !nextPhase(cfg, b.Config) {
 			return fmt.Errorf("%w: it holds %s (%s), but the beacon of shard %s says the fleet has followed %s (%s): it lost that config or was restored from an older copy; "+
 				"this process is fenced until the registry holds it again (run redshard apply to restore it from the servers' beacons)",
-				ErrRegistryBehind, cfg.Version(), orNone(cfg.ID()), b.server, b.cfg.Version(), orNone(b.cfg.ID()))
+				ErrRegistryBehind, cfg.Version(), orNone(cfg.ID()), b.Server, b.Config.Version(), orNone(b.Config.ID()))
 		}
 	}
 	if readErr != nil {
@@ -73,10 +74,7 @@ func (f *follower) fenceAtStart(top *topology, first registry.Config) {
 func registryBehind(err error) bool { return errors.Is(err, ErrRegistryBehind) }
 
 // beaconConfig is what one server's beacon says.
-type beaconConfig struct {
-	server Shard
-	cfg    registry.Config
-}
+type beaconConfig = beacons.Found[Shard]
 
 // readBeacons reads the beacon of every server of the configs' documents,
 // each on a connection of its own made with o's connection settings (and
@@ -90,32 +88,7 @@ func readBeacons(ctx context.Context, o *Options, cfgs ...registry.Config) ([]be
 	}
 	dialer := &client{cfg: &config{opt: *o}}
 	dialer.cfg.opt.Registry = nil
-	out := make([]*beaconConfig, len(shards))
-	errs := make([]error, len(shards))
-	parallel(len(shards), func(i int) {
-		cl := dialer.dial(shards[i], connCommand, nil)
-		defer cl.Close()
-		data, err := cl.Get(ctx, beaconKey).Bytes()
-		switch {
-		case errors.Is(err, redis.Nil):
-		case err != nil:
-			errs[i] = fmt.Errorf("shard %s: %w", shards[i], err)
-		default:
-			var cfg registry.Config
-			if err := json.Unmarshal(data, &cfg); err != nil {
-				errs[i] = fmt.Errorf("shard %s: beacon: %w", shards[i], err)
-				return
-			}
-			out[i] = &beaconConfig{shards[i], cfg}
-		}
-	})
-	var list []beaconConfig
-	for _, b := range out {
-		if b != nil {
-			list = append(list, *b)
-		}
-	}
-	return list, errors.Join(errs...)
+	return beacons.Read(ctx, shards, func(s Shard) *redis.Client { return dialer.dial(s, connCommand, nil) })
 }
 
 // configServers lists, once each by identity, the servers of the configs'
@@ -145,9 +118,7 @@ func configServers(o *Options, cfgs ...registry.Config) ([]Shard, error) {
 // nextPhase reports whether b, a beacon, is the config a driver publishes
 // next after cur, what the registry holds (registry.CheckTransition; not a
 // restore, and not the first config of an empty registry).
-func nextPhase(cur, b registry.Config) bool {
-	return cur.Version() != (registry.Version{}) && b.Restored == "" && registry.CheckTransition(cur, b) == nil
-}
+func nextPhase(cur, b registry.Config) bool { return beacons.NextPhase(cur, b) }
 
 // containsIdentity reports whether list holds a server with s's identity
 // (its address, or its Sentinel master).

@@ -2,11 +2,8 @@ package redshard
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -30,7 +27,7 @@ import (
 //     previous regime has ended.
 //
 //  3. Admission happens at the data. Every command connection of a fleet
-//     process is named after its member id and incarnation (connName)
+//     process is named after its member id and incarnation (connname.Name)
 //     before anything else is sent on it, and is refused unless the
 //     topology's admission is open and, trusted, the lease is still fresh
 //     after the name reached the server or, fenced, the beacon read on
@@ -38,123 +35,10 @@ import (
 //     phase it publishes, the driver severs, on every server of both
 //     rings, every named connection whose (member, incarnation) pair is
 //     not that of a member live with the previous phase acknowledged
-//     (driver.sever): an identity check, so a dropped process is cut off
+//     (package fleet's sever): an identity check, so a dropped process is cut off
 //     even when a live one has its id or a look-alike. So a connection
 //     that survives a phase the fleet published without its process was
 //     admitted after the sever, by a regime that was current then.
-
-// connNamePrefix starts the name (CLIENT SETNAME) of every command
-// connection of a fleet process; its incarnation and member id follow.
-const connNamePrefix = "rsf:"
-
-// incarnationLen is the length of a process's incarnation token: 16
-// lowercase hex digits (64 random bits).
-const incarnationLen = 16
-
-// newIncarnation draws a process's incarnation token (registry.Member's
-// Incarnation).
-func newIncarnation() string {
-	var b [incarnationLen / 2]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
-	return hex.EncodeToString(b[:])
-}
-
-// connName returns the connection name of a member's incarnation:
-// connNamePrefix, the incarnation, ':' and the member id escaped. Redis
-// accepts only '!' to '~' in a name, so every byte outside that range, and
-// the escape character '%' itself, is written %XX (uppercase hex): the
-// name is valid for every id, and two distinct (id, incarnation) pairs
-// never share a name (the incarnation has a fixed alphabet without ':',
-// and the escaping is injective). parseConnName inverts it.
-func connName(memberID, incarnation string) string {
-	const hexDigits = "0123456789ABCDEF"
-	var b strings.Builder
-	b.Grow(len(connNamePrefix) + len(incarnation) + 1 + len(memberID))
-	b.WriteString(connNamePrefix)
-	b.WriteString(incarnation)
-	b.WriteByte(':')
-	for i := 0; i < len(memberID); i++ {
-		c := memberID[i]
-		if c < '!' || c > '~' || c == '%' {
-			b.WriteByte('%')
-			b.WriteByte(hexDigits[c>>4])
-			b.WriteByte(hexDigits[c&0xf])
-			continue
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
-}
-
-// connMember is a (member id, incarnation) pair: the identity a fleet
-// connection's name carries.
-type connMember struct{ id, incarnation string }
-
-// parseConnName returns the member and incarnation a connection name made
-// by connName carries; ok is false for any other name, including one that
-// starts with connNamePrefix but that connName cannot have made (another
-// version's, or one set by hand).
-func parseConnName(name string) (m connMember, ok bool) {
-	rest, ok := strings.CutPrefix(name, connNamePrefix)
-	if !ok {
-		return connMember{}, false
-	}
-	inc, enc, ok := strings.Cut(rest, ":")
-	if !ok || !validIncarnation(inc) {
-		return connMember{}, false
-	}
-	id := make([]byte, 0, len(enc))
-	for i := 0; i < len(enc); i++ {
-		c := enc[i]
-		switch {
-		case c == '%':
-			if i+2 >= len(enc) {
-				return connMember{}, false
-			}
-			hi, lo := upperHex(enc[i+1]), upperHex(enc[i+2])
-			if hi < 0 || lo < 0 {
-				return connMember{}, false
-			}
-			d := byte(hi<<4 | lo)
-			if d >= '!' && d <= '~' && d != '%' {
-				return connMember{}, false // connName writes it as is
-			}
-			id = append(id, d)
-			i += 2
-		case c < '!' || c > '~':
-			return connMember{}, false
-		default:
-			id = append(id, c)
-		}
-	}
-	return connMember{string(id), inc}, true
-}
-
-// validIncarnation reports whether s is an incarnation token as
-// newIncarnation makes them.
-func validIncarnation(s string) bool {
-	if len(s) != incarnationLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// upperHex returns the value of an uppercase hex digit, -1 for any other
-// byte.
-func upperHex(c byte) int {
-	switch {
-	case c >= '0' && c <= '9':
-		return int(c - '0')
-	case c >= 'A' && c <= 'F':
-		return int(c-'A') + 10
-	}
-	return -1
-}
 
 // admission is whether a topology's commands may open connections to the
 // shards. A nil admission is open (topologies outside a fleet, and those

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/fleet"
 	"github.com/redshard/redshard/registry"
 )
 
@@ -124,7 +125,7 @@ func TestFleetRebalanceSlowServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rep, err := redshard.Apply(ctx, f.reg, f.doc(3), redshard.ApplyOptions{Driver: "test",
+	rep, err := fleet.Apply(ctx, f.reg, f.doc(3), fleet.ApplyOptions{Driver: "test",
 		Client: &redshard.Options{Health: &redshard.HealthOptions{Disable: true},
 			NewShardClient: func(_ redshard.Shard, opt *redis.Options) *redis.Client {
 				cl := redis.NewClient(opt)

@@ -22,9 +22,9 @@ import (
 
 // newRealFleet is newFleet on real redis-servers: n shards and the
 // registry's own server, all stopped at the end of the test.
-func newRealFleet(t *testing.T, n int) *fleet {
+func newRealFleet(t *testing.T, n int) *testFleet {
 	t.Helper()
-	f := &fleet{}
+	f := &testFleet{}
 	for range n {
 		f.addrs = append(f.addrs, redistest.Start(t).Addr())
 	}

@@ -95,7 +95,7 @@ func restoreRegistry(t *testing.T, rdb *redis.Client, b registryBackup) {
 
 // splitKeys returns n keys whose owner differs between the first k and
 // k+1 servers of f, and n whose owner does not.
-func splitKeys(t *testing.T, f *fleet, k, n int) (moving, staying []string) {
+func splitKeys(t *testing.T, f *testFleet, k, n int) (moving, staying []string) {
 	t.Helper()
 	ring := func(m int) *redshard.Client {
 		var shards []redshard.Shard

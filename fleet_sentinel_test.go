@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/fleet"
 )
 
 // fakeSentinel stands in for Sentinel in tests on miniredis, which has
@@ -71,7 +71,7 @@ func TestFleetSentinelShard(t *testing.T) {
 	driver := &fakeSentinel{primary: f.addrs[2]}
 	apply := func(doc json.RawMessage) {
 		t.Helper()
-		if _, err := redshard.Apply(ctx, f.reg, doc, redshard.ApplyOptions{Driver: "test",
+		if _, err := fleet.Apply(ctx, f.reg, doc, fleet.ApplyOptions{Driver: "test",
 			Client: &redshard.Options{ShardOptions: so, Health: noHealth, NewFailoverShardClient: driver.newClient}}); err != nil {
 			t.Fatalf("Apply: %v", err)
 		}
@@ -172,26 +172,5 @@ func TestFleetSentinelShard(t *testing.T) {
 		if admitted != 1 {
 			t.Errorf("%d clients with the fleet's admission built for the Sentinel shard, want 1 (rebuilt at a phase)", admitted)
 		}
-	}
-}
-
-// TestApplyRefusesBadSentinelDoc: a document's Sentinel shard is checked
-// as the configuration file's, before anything is published.
-func TestApplyRefusesBadSentinelDoc(t *testing.T) {
-	f := newFleet(t, 1)
-	ctx := context.Background()
-	for _, tc := range []struct{ doc, want string }{
-		{`{"shards":[{"name":"a","addr":"` + f.addrs[0] + `","sentinel":{"master":"m","addrs":["s:26379"]}}]}`, `shards[0]: `},
-		{`{"shards":[{"name":"a","sentinel":{"master":"m","addrs":[]}}]}`, `shards[0].sentinel.addrs: `},
-		{`{"shards":[{"name":"a","sentinel":{"master":"m","addrs":["s"]}}]}`, `shards[0].sentinel.addrs[0]: `},
-		{`{"shards":[{"name":"a","sentinel":{"master":"m","addrs":["s:1"],"password":"x"}}]}`, `unknown field "password"`},
-	} {
-		_, err := redshard.Apply(ctx, f.reg, json.RawMessage(tc.doc), redshard.ApplyOptions{Driver: "test"})
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Apply(%s) = %v, want an error with %q", tc.doc, err, tc.want)
-		}
-	}
-	if cfg, err := f.reg.Get(ctx); err != nil || cfg.Epoch != 0 {
-		t.Errorf("the registry holds %+v, %v; want nothing published", cfg, err)
 	}
 }

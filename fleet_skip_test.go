@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/fleet"
 	"github.com/redshard/redshard/registry"
 )
 
@@ -45,8 +46,8 @@ func isLate(late []registry.Member, id string) bool {
 }
 
 // applyWith runs Apply to doc with progress, as f.apply does.
-func (f *fleet) applyWith(ctx context.Context, doc []byte, progress func(redshard.ApplyProgress), rb redshard.RebalanceOptions) (redshard.ApplyReport, error) {
-	return redshard.Apply(ctx, f.reg, doc, redshard.ApplyOptions{Driver: "test", Progress: progress, Rebalance: rb,
+func (f *testFleet) applyWith(ctx context.Context, doc []byte, progress func(fleet.ApplyProgress), rb redshard.RebalanceOptions) (fleet.ApplyReport, error) {
+	return fleet.Apply(ctx, f.reg, doc, fleet.ApplyOptions{Driver: "test", Progress: progress, Rebalance: rb,
 		Client: &redshard.Options{Health: &redshard.HealthOptions{Disable: true}}})
 }
 
@@ -72,7 +73,7 @@ func TestFleetCommitWaitsForMoves(t *testing.T) {
 	got := make(chan error, 1)
 	var deleted bool
 	lateInCommit := 0
-	rep, err := f.applyWith(ctx, f.doc(2), func(p redshard.ApplyProgress) {
+	rep, err := f.applyWith(ctx, f.doc(2), func(p fleet.ApplyProgress) {
 		switch {
 		case p.Rebalancing: // every process is in Migrate; keys have not moved yet
 			go func() { got <- a.Get(ctx, k).Err() }()
@@ -140,7 +141,7 @@ func TestFleetFencedMoveAfterStable(t *testing.T) {
 	defer g.open()
 	got := make(chan error, 1)
 	var deleted bool
-	rep, err := f.applyWith(ctx, f.doc(2), func(p redshard.ApplyProgress) {
+	rep, err := f.applyWith(ctx, f.doc(2), func(p fleet.ApplyProgress) {
 		switch {
 		case p.Rebalancing:
 			go func() { got <- a.Get(ctx, k).Err() }()
@@ -373,7 +374,7 @@ func TestFleetSkipMigrate(t *testing.T) {
 	l.write("a", clients["a"])
 	l.write("b", clients["b"])
 	var inCommit bool
-	rep, err := f.applyWith(ctx, f.doc(3), func(p redshard.ApplyProgress) {
+	rep, err := f.applyWith(ctx, f.doc(3), func(p fleet.ApplyProgress) {
 		switch {
 		case p.Config.Phase == registry.Prepare && !cut.isCut() && !isLate(p.Late, "s"):
 			l.setReader("s", nil) // its reads of moving keys would wait for a Migrate it will not see
@@ -432,7 +433,7 @@ func TestFleetSkipCommit(t *testing.T) {
 	l.write("a", clients["a"])
 	l.write("b", clients["b"])
 	var inCommit bool
-	rep, err := f.applyWith(ctx, f.doc(3), func(p redshard.ApplyProgress) {
+	rep, err := f.applyWith(ctx, f.doc(3), func(p fleet.ApplyProgress) {
 		switch {
 		case p.Rebalancing:
 			go func() { got <- s.Get(ctx, moving).Err() }()
@@ -529,7 +530,7 @@ func TestFleetApplyResumed(t *testing.T) {
 
 	// Resumed, and interrupted in Commit.
 	cctx, cancel := context.WithCancel(ctx)
-	rep, err := f.applyWith(cctx, f.doc(3), func(p redshard.ApplyProgress) {
+	rep, err := f.applyWith(cctx, f.doc(3), func(p fleet.ApplyProgress) {
 		if p.Config.Phase == registry.Commit {
 			cancel()
 		}

@@ -15,12 +15,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/fleet"
 	"github.com/redshard/redshard/internal/miniadmin"
 	"github.com/redshard/redshard/registry"
 )
 
-// fleet is miniredis shards and a miniredis registry.
-type fleet struct {
+// testFleet is miniredis shards and a miniredis registry.
+type testFleet struct {
 	addrs []string
 	mini  []*miniredis.Miniredis
 	reg   registry.Registry
@@ -30,9 +31,9 @@ type fleet struct {
 
 const fleetTTL = 2 * time.Second
 
-func newFleet(t *testing.T, n int) *fleet {
+func newFleet(t *testing.T, n int) *testFleet {
 	t.Helper()
-	f := &fleet{}
+	f := &testFleet{}
 	for range n {
 		m := miniredis.RunT(t)
 		miniadmin.Install(m)
@@ -47,7 +48,7 @@ func newFleet(t *testing.T, n int) *fleet {
 }
 
 // open returns a registry of its own on the fleet's registry server.
-func (f *fleet) open(t *testing.T) registry.Registry {
+func (f *testFleet) open(t *testing.T) registry.Registry {
 	t.Helper()
 	reg, err := registry.NewRedisOptions(f.rdb, "redshard:registry:test",
 		&registry.Options{PollInterval: 100 * time.Millisecond, MemberTTL: fleetTTL})
@@ -59,7 +60,7 @@ func (f *fleet) open(t *testing.T) registry.Registry {
 }
 
 // doc is the config of the fleet's first n servers.
-func (f *fleet) doc(n int) json.RawMessage {
+func (f *testFleet) doc(n int) json.RawMessage {
 	var shards []map[string]any
 	for i := range n {
 		shards = append(shards, map[string]any{"name": fmt.Sprintf("s%d", i), "addr": f.addrs[i]})
@@ -68,7 +69,7 @@ func (f *fleet) doc(n int) json.RawMessage {
 	return b
 }
 
-func (f *fleet) client(t *testing.T, reg registry.Registry, id string) *redshard.Client {
+func (f *testFleet) client(t *testing.T, reg registry.Registry, id string) *redshard.Client {
 	t.Helper()
 	c, err := redshard.NewClient(&redshard.Options{Registry: reg, Fleet: &redshard.FleetOptions{MemberID: id},
 		Health: &redshard.HealthOptions{Disable: true}})
@@ -79,9 +80,9 @@ func (f *fleet) client(t *testing.T, reg registry.Registry, id string) *redshard
 	return c
 }
 
-func (f *fleet) apply(t *testing.T, ctx context.Context, doc json.RawMessage) redshard.ApplyReport {
+func (f *testFleet) apply(t *testing.T, ctx context.Context, doc json.RawMessage) fleet.ApplyReport {
 	t.Helper()
-	rep, err := redshard.Apply(ctx, f.reg, doc, redshard.ApplyOptions{Driver: "test",
+	rep, err := fleet.Apply(ctx, f.reg, doc, fleet.ApplyOptions{Driver: "test",
 		Client: &redshard.Options{Health: &redshard.HealthOptions{Disable: true}}})
 	if err != nil {
 		t.Fatalf("Apply: %v", err)
@@ -216,7 +217,7 @@ func TestFleetApplyUnderLoad(t *testing.T) {
 
 // keyMoving returns a key whose owner differs between the first n and
 // n+1 servers of f, and one whose owner does not.
-func keyMoving(t *testing.T, f *fleet, n int) (moving, staying string) {
+func keyMoving(t *testing.T, f *testFleet, n int) (moving, staying string) {
 	t.Helper()
 	shards := func(k int) []redshard.Shard {
 		var out []redshard.Shard
@@ -300,7 +301,7 @@ func TestFleetPrepareHoldsMovingKeys(t *testing.T) {
 // stuckPrepare publishes the fleet's first config, on one shard, then the
 // Prepare of a change to two that no driver advances; it returns a key that
 // change moves and one it does not.
-func (f *fleet) stuckPrepare(t *testing.T, ctx context.Context) (moving, staying string) {
+func (f *testFleet) stuckPrepare(t *testing.T, ctx context.Context) (moving, staying string) {
 	t.Helper()
 	f.apply(t, ctx, f.doc(1))
 	moving, staying = keyMoving(t, f, 1)
@@ -519,9 +520,9 @@ func fleetFence(t *testing.T, hang bool) {
 		t.Fatalf("fenced with no change in flight: %v", err)
 	}
 	// The change goes on without it: it is dropped after its lease.
-	applied := make(chan redshard.ApplyReport, 1)
+	applied := make(chan fleet.ApplyReport, 1)
 	go func() { applied <- f.apply(t, ctx, f.doc(2)) }()
-	var rep redshard.ApplyReport
+	var rep fleet.ApplyReport
 	select {
 	case rep = <-applied:
 	case <-time.After(30 * time.Second):
@@ -542,42 +543,6 @@ func fleetFence(t *testing.T, hang bool) {
 	}
 	if got, err := c.Get(ctx, moving).Result(); err != nil || got != "v1" {
 		t.Fatalf("after catching up: %q, %v; want v1", got, err)
-	}
-}
-
-func TestFleetApplyRefusals(t *testing.T) {
-	f := newFleet(t, 3)
-	ctx := context.Background()
-	f.apply(t, ctx, f.doc(1))
-	c := f.client(t, f.reg, "p")
-	if err := c.SetShards(ctx, nil); !errors.Is(err, redshard.ErrFleetManaged) {
-		t.Errorf("SetShards: %v, want ErrFleetManaged", err)
-	}
-	// A change stuck in prepare (its driver died): another config is
-	// refused, the same one resumes.
-	cur, _ := f.reg.Get(ctx)
-	prep := cur.Begin(f.doc(2), "stuck", "dead")
-	if err := f.reg.Publish(ctx, cur, prep); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := redshard.Apply(ctx, f.reg, f.doc(3), redshard.ApplyOptions{}); !errors.Is(err, redshard.ErrHandoffInProgress) {
-		t.Errorf("Apply of another config mid-change: %v, want ErrHandoffInProgress", err)
-	}
-	lock, err := f.reg.Lock(ctx, "other", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := redshard.Apply(ctx, f.reg, f.doc(2), redshard.ApplyOptions{}); !errors.Is(err, registry.ErrLocked) {
-		t.Errorf("Apply while another driver holds the lock: %v, want ErrLocked", err)
-	}
-	_ = lock.Unlock(ctx)
-	rep := f.apply(t, ctx, f.doc(2))
-	if rep.From != prep.Version() || rep.To.Epoch != prep.Epoch || rep.To.Phase != registry.Stable {
-		t.Errorf("resumed: %+v", rep)
-	}
-	waitVersion(t, c, rep.To)
-	if rep := f.apply(t, ctx, f.doc(2)); !rep.Unchanged {
-		t.Errorf("same config again: %+v", rep)
 	}
 }
 

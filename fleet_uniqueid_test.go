@@ -121,27 +121,3 @@ func TestFleetMemberIDTaken(t *testing.T) {
 		t.Fatalf("members after a closed: %+v, want the usurper's entry kept", members)
 	}
 }
-
-// TestApplyAfterDriverCrash: a driver killed mid-change leaves its own
-// client's member entry live for a member lifetime; apply run again under
-// the same driver name must wait that entry out, not fail because the
-// registry refuses to let two processes share a member id.
-func TestApplyAfterDriverCrash(t *testing.T) {
-	f := newFleet(t, 2)
-	ctx := context.Background()
-	f.apply(t, ctx, f.doc(1))
-	cur, err := f.reg.Get(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// What the killed run's client last wrote: the driver's member id
-	// ("test/apply" for Driver "test") under an incarnation of its own.
-	crashed := registry.Member{ID: "test/apply", Incarnation: "killed-run", Epoch: cur.Epoch, Phase: cur.Phase, Config: cur.ID()}
-	if err := f.reg.Heartbeat(ctx, crashed); err != nil {
-		t.Fatal(err)
-	}
-	rep := f.apply(t, ctx, f.doc(2))
-	if rep.To.Phase != registry.Stable || rep.To.Epoch != cur.Epoch+1 {
-		t.Fatalf("apply after the crash reached %s, want epoch %d stable", rep.To, cur.Epoch+1)
-	}
-}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/fleet"
 )
 
 // TestHotHitFenced: a fenced fleet process refuses a read of a key the
@@ -46,7 +47,7 @@ func TestHotHitFenced(t *testing.T) {
 	}
 	cut.setCut(true)
 	waitFenced(t, c, true)
-	applied := make(chan redshard.ApplyReport, 1)
+	applied := make(chan fleet.ApplyReport, 1)
 	go func() { applied <- f.apply(t, ctx, f.doc(2)) }()
 	select {
 	case <-applied:

@@ -167,7 +167,7 @@ func (c *client) Rebalance(ctx context.Context, opt RebalanceOptions) (Rebalance
 	}
 	if h != nil && report.Failed == 0 && report.Misplaced == 0 && report.Verified {
 		if c.fleet != nil {
-			// The fleet's driver commits the change (Apply).
+			// The fleet's driver commits the change (fleet.Apply).
 			report.Finished = true
 			return report, nil
 		}

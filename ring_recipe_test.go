@@ -84,7 +84,7 @@ func TestRingRecipeOption(t *testing.T) {
 }
 
 // recipeDoc is f.doc(n) naming a placement recipe (0: none).
-func recipeDoc(t *testing.T, f *fleet, n, recipe int) json.RawMessage {
+func recipeDoc(t *testing.T, f *testFleet, n, recipe int) json.RawMessage {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(f.doc(n), &m); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/fleet"
 	"github.com/redshard/redshard/internal/redistest"
 	"github.com/redshard/redshard/registry"
 )
@@ -234,8 +235,8 @@ func TestApplyCarriesFunctions(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"shards": shards})
 		return b
 	}
-	apply := func(d json.RawMessage) (redshard.ApplyReport, error) {
-		return redshard.Apply(ctx, reg, d, redshard.ApplyOptions{Driver: "test",
+	apply := func(d json.RawMessage) (fleet.ApplyReport, error) {
+		return fleet.Apply(ctx, reg, d, fleet.ApplyOptions{Driver: "test",
 			Client: &redshard.Options{Health: &redshard.HealthOptions{Disable: true}}})
 	}
 	if _, err := apply(doc(3)); err != nil {

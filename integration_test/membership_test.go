@@ -18,14 +18,14 @@ import (
 	"github.com/redshard/redshard/internal/redistest"
 )
 
-// fleet is a set of real redis-servers, some of them on the ring.
-type fleet struct {
+// testFleet is a set of real redis-servers, some of them on the ring.
+type testFleet struct {
 	servers map[string]*redistest.Server
 	all     []redshard.Shard // every server, in start order
 }
 
-func newFleet(t *testing.T, n int) *fleet {
-	f := &fleet{servers: map[string]*redistest.Server{}}
+func newFleet(t *testing.T, n int) *testFleet {
+	f := &testFleet{servers: map[string]*redistest.Server{}}
 	for i := 0; i < n; i++ {
 		s := redistest.Start(t)
 		name := fmt.Sprintf("shard-%d", i)
@@ -37,7 +37,7 @@ func newFleet(t *testing.T, n int) *fleet {
 
 // contents returns, for every key on every server, the servers that hold
 // it, and a checksum over all keys and their serialized values.
-func (f *fleet) contents(t *testing.T) (map[string][]string, uint32) {
+func (f *testFleet) contents(t *testing.T) (map[string][]string, uint32) {
 	ctx := context.Background()
 	where := map[string][]string{}
 	var lines []string

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/fleet"
 	"github.com/redshard/redshard/internal/redistest"
 	"github.com/redshard/redshard/registry"
 )
@@ -25,7 +26,7 @@ import (
 // TestPubSubTorture: publishers and subscribers on several clients, many
 // channels, every message numbered per (publisher, channel), while shards
 // are killed and restarted, frozen and thawed, and added and removed with
-// SetShards, or in a fleet with redshard.Apply (seeded:
+// SetShards, or in a fleet with fleet.Apply (seeded:
 // REDSHARD_TORTURE_SEED; REDSHARD_SOAK=1 runs longer).
 // Every message whose PUBLISH succeeded is checked against every
 // subscription confirmed before it was published (and not ended before it
@@ -106,7 +107,7 @@ type torture struct {
 	clients []*redshard.Client
 	members []int // servers on the ring, by index
 
-	fleet bool // clients follow a registry; changes go through redshard.Apply
+	fleet bool // clients follow a registry; changes go through fleet.Apply
 	regDB *redis.Client
 	regs  []registry.Registry // one per client, then the driver's
 
@@ -254,7 +255,7 @@ func (tt *torture) apply(members []int) {
 	for {
 		// A shard just restarted may still be marked down in the driver's
 		// client, failing Rebalance: Apply resumes (it is not what is tested).
-		_, err := redshard.Apply(context.Background(), tt.regs[len(tt.regs)-1], doc, redshard.ApplyOptions{Driver: "torture",
+		_, err := fleet.Apply(context.Background(), tt.regs[len(tt.regs)-1], doc, fleet.ApplyOptions{Driver: "torture",
 			Client: &redshard.Options{Health: &redshard.HealthOptions{Interval: 100 * time.Millisecond}}})
 		if err == nil {
 			return

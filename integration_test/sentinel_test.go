@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/fleet"
 	"github.com/redshard/redshard/internal/redistest"
 	"github.com/redshard/redshard/registry"
 )
@@ -96,7 +97,7 @@ func TestSentinelShardInFleet(t *testing.T) {
 		}}
 	apply := func(d json.RawMessage) {
 		t.Helper()
-		if _, err := redshard.Apply(ctx, open(), d, redshard.ApplyOptions{Driver: "test", Client: &redshard.Options{ShardOptions: so}}); err != nil {
+		if _, err := fleet.Apply(ctx, open(), d, fleet.ApplyOptions{Driver: "test", Client: &redshard.Options{ShardOptions: so}}); err != nil {
 			t.Fatalf("Apply: %v", err)
 		}
 	}

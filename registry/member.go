@@ -65,7 +65,7 @@ func Acked(members []Member, v Version) (late []Member) {
 // not before it, either a newer version or cfg's version with another ID.
 // A member astray has followed a config the registry no longer holds: the
 // registry lost data or was restored from an older copy, and a driver must
-// not count such a member as having acknowledged anything (redshard.Apply
+// not count such a member as having acknowledged anything (fleet.Apply
 // restores the registry from the servers' beacons instead). A member that
 // reports cfg's version with no ID (a process older than Config IDs)
 // counts as having acknowledged it.

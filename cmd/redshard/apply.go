@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redshard/redshard"
+	rsfleet "github.com/redshard/redshard/fleet"
 	"github.com/redshard/redshard/registry"
 )
 
@@ -110,7 +111,7 @@ naming it, before anything is published.`)
 	}
 	base := &redshard.Options{ShardOptions: opt.ShardOptions, FailoverShardOptions: opt.FailoverShardOptions,
 		VnodesPerWeight: opt.VnodesPerWeight, Health: opt.Health}
-	lost, restore, err := redshard.RegistryBehind(rctx, reg, doc, base)
+	lost, restore, err := rsfleet.RegistryBehind(rctx, reg, doc, base)
 	cancel()
 	if err != nil {
 		return applyError(ctx, reg, err)
@@ -139,7 +140,7 @@ naming it, before anything is published.`)
 	if !*noProgress {
 		disp = newPhaseDisplay(stderr)
 	}
-	ao := redshard.ApplyOptions{
+	ao := rsfleet.ApplyOptions{
 		Driver: *driver,
 		Client: base,
 		Rebalance: redshard.RebalanceOptions{
@@ -149,7 +150,7 @@ naming it, before anything is published.`)
 		},
 		Progress: disp.progress,
 	}
-	rep, err := redshard.Apply(ctx, reg, doc, ao)
+	rep, err := rsfleet.Apply(ctx, reg, doc, ao)
 	disp.end(err == nil)
 	if err != nil {
 		return applyError(ctx, reg, err)
@@ -284,7 +285,7 @@ func applyError(ctx context.Context, reg registry.Registry, err error) error {
 
 // writeApplyReport prints what Apply did: each phase's propagation and the
 // data migration's report.
-func writeApplyReport(w io.Writer, rep redshard.ApplyReport) {
+func writeApplyReport(w io.Writer, rep rsfleet.ApplyReport) {
 	if rep.Restored != "" {
 		fmt.Fprintf(w, "restored: %s\n", rep.Restored)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard"
+	rsfleet "github.com/redshard/redshard/fleet"
 	"github.com/redshard/redshard/registry"
 	"github.com/redshard/redshard/ring"
 )
@@ -416,7 +417,7 @@ func TestPhaseDisplay(t *testing.T) {
 		return registry.Member{ID: id, Epoch: c.Epoch, Phase: c.Phase}
 	}
 	members := []registry.Member{on("web-1", v2), on("web-2", v1), on("web-3", v1), {ID: "new"}}
-	p := redshard.ApplyProgress{Config: v2, Members: members, Late: []registry.Member{members[3], members[2], members[1]}, Waited: 1500 * time.Millisecond}
+	p := rsfleet.ApplyProgress{Config: v2, Members: members, Late: []registry.Member{members[3], members[2], members[1]}, Waited: 1500 * time.Millisecond}
 	if got, want := phaseState(p), "epoch 2 prepare: 4 live, 1 on it, 2 on epoch 1 stable, 1 joining; late: new, web-2, web-3"; got != want {
 		t.Errorf("phaseState:\n got %q\nwant %q", got, want)
 	}
@@ -446,7 +447,7 @@ func TestPhaseDisplay(t *testing.T) {
 	d.progress(p) // nothing changed: no line
 	now = now.Add(logEvery)
 	d.progress(p) // still waiting after logEvery: a line
-	d.progress(redshard.ApplyProgress{Config: v2, Rebalancing: true})
+	d.progress(rsfleet.ApplyProgress{Config: v2, Rebalancing: true})
 	d.end(true)
 	if n := strings.Count(log.String(), "\n"); n != 3 || strings.Contains(log.String(), "\r") {
 		t.Errorf("log display: %q, want 3 lines", log.String())

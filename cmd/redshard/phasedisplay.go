@@ -13,10 +13,11 @@ import (
 	"golang.org/x/term"
 
 	"github.com/redshard/redshard"
+	rsfleet "github.com/redshard/redshard/fleet"
 	"github.com/redshard/redshard/registry"
 )
 
-// phaseDisplay draws redshard.Apply's progress: for the phase being
+// phaseDisplay draws fleet.Apply's progress: for the phase being
 // acknowledged, how many live processes are on which version, which are
 // late, and how long apply has waited; while the data moves, rebalance's
 // progress bar. On a terminal (live) it redraws one line in place; in a
@@ -67,8 +68,8 @@ func (d *phaseDisplay) clock() time.Time {
 	return time.Now()
 }
 
-// progress is redshard.ApplyOptions.Progress.
-func (d *phaseDisplay) progress(p redshard.ApplyProgress) {
+// progress is fleet.ApplyOptions.Progress.
+func (d *phaseDisplay) progress(p rsfleet.ApplyProgress) {
 	if d == nil {
 		return
 	}
@@ -146,7 +147,7 @@ func (d *phaseDisplay) finishBar(complete bool) {
 
 // phaseState describes where the fleet is on p's phase: "epoch 2 prepare:
 // 3 live, 2 on it, 1 on epoch 1 stable; late: web-3".
-func phaseState(p redshard.ApplyProgress) string {
+func phaseState(p rsfleet.ApplyProgress) string {
 	v := p.Config.Version()
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: ", v)

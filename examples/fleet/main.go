@@ -3,7 +3,7 @@
 // goroutine group with its own redshard client and its own registry
 // handle) write, delete and read a shared key space on embedded miniredis
 // shards, keeping a ledger of every acknowledged operation; then
-// redshard.Apply changes the ring through the registry, phase by phase,
+// fleet.Apply changes the ring through the registry, phase by phase,
 // with a live display of which process is on which phase, and the data
 // moves. At the end every read and every key is checked against the
 // ledger.
@@ -37,6 +37,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/fleet"
 	"github.com/redshard/redshard/internal/miniadmin"
 	"github.com/redshard/redshard/registry"
 )
@@ -121,8 +122,8 @@ func demo(ctx context.Context, out io.Writer, o demoOptions) (*totals, error) {
 		return nil, err
 	}
 	defer opReg.Close()
-	applyOpt := redshard.ApplyOptions{Driver: "operator", Client: &redshard.Options{Health: &redshard.HealthOptions{Disable: true}}}
-	if _, err := redshard.Apply(ctx, opReg, doc(3), applyOpt); err != nil {
+	applyOpt := fleet.ApplyOptions{Driver: "operator", Client: &redshard.Options{Health: &redshard.HealthOptions{Disable: true}}}
+	if _, err := fleet.Apply(ctx, opReg, doc(3), applyOpt); err != nil {
 		return nil, fmt.Errorf("publishing the first config: %w", err)
 	}
 
@@ -167,10 +168,10 @@ func demo(ctx context.Context, out io.Writer, o demoOptions) (*totals, error) {
 	}
 
 	sleep(ctx, o.Load)
-	fmt.Fprintf(out, "\nadding shard-3 through the registry (redshard.Apply), under load:\n")
+	fmt.Fprintf(out, "\nadding shard-3 through the registry (fleet.Apply), under load:\n")
 	disp := &display{w: out}
 	applyOpt.Progress = disp.progress
-	rep, err := redshard.Apply(ctx, opReg, doc(4), applyOpt)
+	rep, err := fleet.Apply(ctx, opReg, doc(4), applyOpt)
 	if err != nil {
 		stopLoad()
 		wg.Wait()
@@ -216,7 +217,7 @@ type display struct {
 	last string
 }
 
-func (d *display) progress(p redshard.ApplyProgress) {
+func (d *display) progress(p fleet.ApplyProgress) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if p.Rebalancing {

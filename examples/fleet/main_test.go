@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/fleet"
 	"github.com/redshard/redshard/internal/miniadmin"
 	"github.com/redshard/redshard/registry"
 )
@@ -64,7 +65,7 @@ func TestFollowKeepsOtherKeys(t *testing.T) {
 	defer rdb.Close()
 	reg := registry.NewRedis(rdb, "redshard:registry:test")
 	defer reg.Close()
-	if _, err := redshard.Apply(ctx, reg, doc, redshard.ApplyOptions{}); err != nil {
+	if _, err := fleet.Apply(ctx, reg, doc, fleet.ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	url := "redis://" + regServer.Addr() + "/redshard:registry:test"

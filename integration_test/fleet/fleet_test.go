@@ -42,6 +42,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redshard/redshard"
+	rsfleet "github.com/redshard/redshard/fleet"
 	"github.com/redshard/redshard/internal/modelcheck"
 	"github.com/redshard/redshard/internal/redistest"
 	"github.com/redshard/redshard/internal/syncbuf"
@@ -217,7 +218,7 @@ func (f *fleet) doc(weights map[int]float64) string {
 // report is fleetproc's Report.
 type report struct {
 	From, To registry.Version
-	Phases   []redshard.PhaseReport
+	Phases   []rsfleet.PhaseReport
 	Moved    int64
 }
 

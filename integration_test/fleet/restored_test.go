@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/redshard/redshard"
+	rsfleet "github.com/redshard/redshard/fleet"
 	"github.com/redshard/redshard/internal/redistest"
 	"github.com/redshard/redshard/registry"
 	"github.com/redshard/redshard/registry/etcdregistry"
@@ -189,9 +190,9 @@ func dataServers(t *testing.T, n int) func(k int) json.RawMessage {
 
 var noHealth = &redshard.HealthOptions{Disable: true}
 
-func applyDoc(t *testing.T, reg registry.Registry, doc json.RawMessage) redshard.ApplyReport {
+func applyDoc(t *testing.T, reg registry.Registry, doc json.RawMessage) rsfleet.ApplyReport {
 	t.Helper()
-	rep, err := redshard.Apply(context.Background(), reg, doc, redshard.ApplyOptions{Driver: "test", Client: &redshard.Options{Health: noHealth}})
+	rep, err := rsfleet.Apply(context.Background(), reg, doc, rsfleet.ApplyOptions{Driver: "test", Client: &redshard.Options{Health: noHealth}})
 	if err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
@@ -406,8 +407,8 @@ func window(t *testing.T, env *regEnv, at registry.Version, after bool) {
 		}
 	}
 	write("before", p)
-	_, err := redshard.Apply(ctx, &stopDriver{Registry: reg, at: at, after: after}, doc(3),
-		redshard.ApplyOptions{Driver: "test", Client: &redshard.Options{Health: noHealth}})
+	_, err := rsfleet.Apply(ctx, &stopDriver{Registry: reg, at: at, after: after}, doc(3),
+		rsfleet.ApplyOptions{Driver: "test", Client: &redshard.Options{Health: noHealth}})
 	if !errors.Is(err, errDriverStopped) {
 		t.Fatalf("Apply with the driver stopped at %s: %v", at, err)
 	}

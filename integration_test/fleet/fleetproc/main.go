@@ -39,6 +39,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 
 	"github.com/redshard/redshard"
+	rsfleet "github.com/redshard/redshard/fleet"
 	"github.com/redshard/redshard/registry"
 	"github.com/redshard/redshard/registry/etcdregistry"
 )
@@ -447,7 +448,7 @@ func op(stopping context.Context, c *redshard.Client, via kv, deadline time.Dura
 // moves (JSON has no array keys).
 type Report struct {
 	From, To registry.Version
-	Phases   []redshard.PhaseReport
+	Phases   []rsfleet.PhaseReport
 	Moved    int64
 }
 
@@ -470,7 +471,7 @@ func apply(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	rep, err := redshard.Apply(ctx, reg, doc, redshard.ApplyOptions{Driver: "fleet-test", LockTTL: *lockTTL})
+	rep, err := rsfleet.Apply(ctx, reg, doc, rsfleet.ApplyOptions{Driver: "fleet-test", LockTTL: *lockTTL})
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package redshard
+package fleet
 
 import (
 	"context"
@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/internal/beacons"
+	"github.com/redshard/redshard/internal/fleetseam"
 	"github.com/redshard/redshard/registry"
 )
 
@@ -48,13 +51,14 @@ func (d *driver) restore(ctx context.Context, cur registry.Config, doc json.RawM
 // registry: ok is set, with the config the fleet follows (lost, read
 // back from the servers' beacons), when the registry holds an older config
 // than the fleet, or none. It changes nothing. It fails with
-// ErrRegistryBehind when the registry is behind but cannot be restored
+// redshard.ErrRegistryBehind when the registry is behind but cannot be restored
 // from what the servers and the members say.
-func RegistryBehind(ctx context.Context, reg registry.Registry, doc json.RawMessage, opt *Options) (lost registry.Config, ok bool, err error) {
+func RegistryBehind(ctx context.Context, reg registry.Registry, doc json.RawMessage, opt *redshard.Options) (lost registry.Config, ok bool, err error) {
 	d := &driver{reg: reg, rep: &ApplyReport{}}
 	if opt != nil {
 		d.base = *opt
 	}
+	d.docs = fleetseam.Options(&d.base)
 	cur, err := reg.Get(ctx)
 	if err != nil {
 		return registry.Config{}, false, fmt.Errorf("redshard: reading the registry: %w", err)
@@ -67,7 +71,7 @@ func RegistryBehind(ctx context.Context, reg registry.Registry, doc json.RawMess
 // cur, is behind it, with an account of how it was found; how is empty
 // when the registry is not behind.
 func (d *driver) lost(ctx context.Context, cur registry.Config, doc json.RawMessage) (lost registry.Config, how string, err error) {
-	beacons, err := d.readBeacons(ctx, cur, registry.Config{Doc: doc})
+	found, err := d.readBeacons(ctx, cur, registry.Config{Doc: doc})
 	if err != nil {
 		return lost, "", err
 	}
@@ -75,15 +79,15 @@ func (d *driver) lost(ctx context.Context, cur registry.Config, doc json.RawMess
 	if err != nil {
 		return lost, "", fmt.Errorf("redshard: apply: reading the members: %w", err)
 	}
-	var top *beaconConfig
-	for i := range beacons {
-		b := &beacons[i]
+	var top *beacons.Found[fleetseam.Server]
+	for i := range found {
+		b := &found[i]
 		switch {
-		case top == nil || top.cfg.Version().Less(b.cfg.Version()):
+		case top == nil || top.Config.Version().Less(b.Config.Version()):
 			top = b
-		case top.cfg.Version() == b.cfg.Version() && top.cfg.ID() != b.cfg.ID():
+		case top.Config.Version() == b.Config.Version() && top.Config.ID() != b.Config.ID():
 			return lost, "", fmt.Errorf("%w: the beacons of %s and %s name two configs at %s (%s and %s); the servers belong to two fleets, or a registry that lost its data was given a new config: resolve it by hand (docs/operations.md)",
-				ErrRegistryBehind, top.server, b.server, b.cfg.Version(), top.cfg.ID(), b.cfg.ID())
+				redshard.ErrRegistryBehind, top.Server, b.Server, b.Config.Version(), top.Config.ID(), b.Config.ID())
 		}
 	}
 	// A driver writes each phase's beacons just before it publishes the
@@ -91,35 +95,39 @@ func (d *driver) lost(ctx context.Context, cur registry.Config, doc json.RawMess
 	// of the registry, of a config no member reports, are not a loss (run
 	// goes on from cur and publishes that phase itself, sever first). A
 	// member that reports it shows it was published: a loss.
-	pending := top != nil && nextPhase(cur, top.cfg) && !reported(members, top.cfg)
-	if top == nil || pending || !behind(cur, top.cfg) {
+	pending := top != nil && beacons.NextPhase(cur, top.Config) && !reported(members, top.Config)
+	if top == nil || pending || !beacons.Behind(cur, top.Config) {
 		if _, astray := registry.AckedConfig(members, cur); len(astray) > 0 {
 			return lost, "", fmt.Errorf("%w: it holds %s, but member %s reports %s (%s) and no server's beacon holds that config: it cannot be restored from them",
-				ErrRegistryBehind, cur.Version(), astray[0].ID, astray[0].Version(), orNone(astray[0].Config))
+				redshard.ErrRegistryBehind, cur.Version(), astray[0].ID, astray[0].Version(), orNone(astray[0].Config))
 		}
 		return lost, "", nil
 	}
-	lost = top.cfg
+	lost = top.Config
 	for _, m := range members {
 		if lost.Version().Less(m.Version()) {
 			return registry.Config{}, "", fmt.Errorf("%w: member %s reports %s, newer than every beacon (%s on %s): not restoring",
-				ErrRegistryBehind, m.ID, m.Version(), lost.Version(), top.server)
+				redshard.ErrRegistryBehind, m.ID, m.Version(), lost.Version(), top.Server)
 		}
 	}
 	if !cur.Version().Less(lost.Version()) {
 		return registry.Config{}, "", fmt.Errorf("%w: it holds %s (%s), and the servers' beacons hold %s of another config (%s); resolve it by hand (docs/operations.md)",
-			ErrRegistryBehind, cur.Version(), orNone(cur.ID()), lost.Version(), lost.ID())
+			redshard.ErrRegistryBehind, cur.Version(), orNone(cur.ID()), lost.Version(), lost.ID())
 	}
 	how = fmt.Sprintf("the registry held %s; restored %s from the beacons of %d servers (the newest on %s) and %d live members",
-		cur.Version(), lost.Version(), len(beacons), top.server, len(members))
+		cur.Version(), lost.Version(), len(found), top.Server, len(members))
 	return lost, how, nil
 }
 
 // readBeacons reads the beacon of every server of the configs' documents.
 // A server that cannot be read fails the call: the config it holds could
 // be the newest.
-func (d *driver) readBeacons(ctx context.Context, cfgs ...registry.Config) ([]beaconConfig, error) {
-	list, err := readBeacons(ctx, &d.base, cfgs...)
+func (d *driver) readBeacons(ctx context.Context, cfgs ...registry.Config) ([]beacons.Found[fleetseam.Server], error) {
+	servers, err := d.servers(cfgs...)
+	if err != nil {
+		return nil, err
+	}
+	list, err := beacons.Read(ctx, servers, d.docs.Dial)
 	if err != nil {
 		return nil, fmt.Errorf("redshard: apply: reading the servers' beacons: %w", err)
 	}
@@ -163,5 +171,12 @@ func astrayError(cfg registry.Config, astray []registry.Member) error {
 		fmt.Fprintf(&b, "%s on %s (%s)", m.ID, m.Version(), orNone(m.Config))
 	}
 	return fmt.Errorf("%w: it holds %s (%s) but members report another config: %s; run apply again to restore it from the servers' beacons",
-		ErrRegistryBehind, cfg.Version(), orNone(cfg.ID()), b.String())
+		redshard.ErrRegistryBehind, cfg.Version(), orNone(cfg.ID()), b.String())
+}
+
+func orNone(id string) string {
+	if id == "" {
+		return "none"
+	}
+	return id
 }

@@ -1,4 +1,4 @@
-package redshard_test
+package fleet_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/fleet"
 )
 
 // cutHook makes the first pipeline of EVALSHA (a move's take) sent under
@@ -55,7 +56,7 @@ func TestApplyResumesCutMigration(t *testing.T) {
 			rc.AddHook(cutHook{&cut})
 			return rc
 		}}
-	rep, err := redshard.Apply(ctx, f.reg, f.doc(3), redshard.ApplyOptions{Driver: "test", Client: opt})
+	rep, err := fleet.Apply(ctx, f.reg, f.doc(3), fleet.ApplyOptions{Driver: "test", Client: opt})
 	if !cut.Load() {
 		t.Fatal("no move was cut: the test did not test anything")
 	}

@@ -1,4 +1,4 @@
-package redshard_test
+package fleet_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/fleet"
 	"github.com/redshard/redshard/registry"
 )
 
@@ -79,7 +80,7 @@ func applyWindow(t *testing.T, at registry.Version, after bool) {
 	}
 	write("before", p, 60)
 
-	_, err := redshard.Apply(ctx, &stopDriver{Registry: f.reg, at: at, after: after}, f.doc(3), redshard.ApplyOptions{Driver: "test",
+	_, err := fleet.Apply(ctx, &stopDriver{Registry: f.reg, at: at, after: after}, f.doc(3), fleet.ApplyOptions{Driver: "test",
 		Client: &redshard.Options{Health: &redshard.HealthOptions{Disable: true}}})
 	if !errors.Is(err, errDriverStopped) {
 		t.Fatalf("Apply with the driver stopped at %s: %v", at, err)
@@ -88,7 +89,7 @@ func applyWindow(t *testing.T, at registry.Version, after bool) {
 	f.regm.FlushAll()
 	write("lost", p, 60)
 
-	rep, err := redshard.Apply(ctx, f.reg, f.doc(3), redshard.ApplyOptions{Driver: "test",
+	rep, err := fleet.Apply(ctx, f.reg, f.doc(3), fleet.ApplyOptions{Driver: "test",
 		Client: &redshard.Options{Health: &redshard.HealthOptions{Disable: true}}})
 	if err != nil {
 		t.Fatalf("apply again after the registry lost its data: %v", err)

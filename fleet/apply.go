@@ -1,4 +1,4 @@
-package redshard
+package fleet
 
 import (
 	"context"
@@ -7,11 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/internal/beacons"
+	"github.com/redshard/redshard/internal/fleetseam"
+	"github.com/redshard/redshard/internal/keymove"
 	"github.com/redshard/redshard/registry"
 )
 
@@ -31,9 +36,9 @@ type ApplyOptions struct {
 	// Rebalance: ShardOptions, NewShardClient, VnodesPerWeight, Health.
 	// RingRecipe is ignored: each document names its own.
 	// Shards, Registry and Fleet are set by Apply. Default nil.
-	Client *Options
+	Client *redshard.Options
 	// Rebalance configures the data migration of the Migrate phase.
-	Rebalance RebalanceOptions
+	Rebalance redshard.RebalanceOptions
 	// LockTTL is the driver lock's ttl (renewed every third). Default 15s.
 	LockTTL time.Duration
 	// Poll is how often the members are read while Apply waits for their
@@ -68,10 +73,10 @@ type ApplyReport struct {
 	// long the fleet took to acknowledge it.
 	Phases []PhaseReport
 	// Rebalance is the data migration's report.
-	Rebalance RebalanceReport
+	Rebalance redshard.RebalanceReport
 	// Restored, when set, says how Apply restored a registry that had
 	// lost the fleet's config (it held an older one, or none) from the
-	// servers' beacons before going on (ErrRegistryBehind).
+	// servers' beacons before going on (redshard.ErrRegistryBehind).
 	Restored string
 	// Severed counts the connections of dropped members that Apply
 	// closed before publishing a phase without them (docs/membership.md,
@@ -89,7 +94,7 @@ type PhaseReport struct {
 	Members int
 }
 
-// Apply changes a fleet's ring to doc (the JSON LoadConfig reads) through
+// Apply changes a fleet's ring to doc (the JSON redshard.LoadConfig reads) through
 // reg, as redshard apply does: it takes the registry's driver lock, then
 // publishes the phases of the change one by one (registry package:
 // Prepare, Migrate, Commit, Stable), each only once every live member has
@@ -110,11 +115,12 @@ func Apply(ctx context.Context, reg registry.Registry, doc json.RawMessage, opt 
 	if err := opt.Rebalance.Validate(); err != nil {
 		return rep, err
 	}
-	base := Options{}
+	base := redshard.Options{}
 	if opt.Client != nil {
 		base = *opt.Client
 	}
-	if _, _, err := parseRingDoc(doc, base.ringConfig()); err != nil {
+	docs := fleetseam.Options(&base)
+	if _, err := docs.Parse(doc); err != nil {
 		return rep, err
 	}
 	if opt.Driver == "" {
@@ -141,7 +147,7 @@ func Apply(ctx context.Context, reg registry.Registry, doc json.RawMessage, opt 
 		case <-ctx.Done():
 		}
 	}()
-	d := &driver{reg: reg, opt: opt, base: base, rep: &rep}
+	d := &driver{reg: reg, opt: opt, base: base, docs: docs, rep: &rep}
 	err = d.run(ctx, doc)
 	rep.Severed = d.severed
 	if d.client != nil {
@@ -156,9 +162,10 @@ func Apply(ctx context.Context, reg registry.Registry, doc json.RawMessage, opt 
 type driver struct {
 	reg    registry.Registry
 	opt    ApplyOptions
-	base   Options
+	base   redshard.Options
+	docs   fleetseam.Root // base's: reads the documents, dials with base's settings and no fleet admission
 	rep    *ApplyReport
-	client *Client // follows the registry; made once a config exists
+	client *redshard.Client // follows the registry; made once a config exists
 
 	beacons time.Time // when the current phase's beacons were written; zero: not yet
 	severed int       // connections of dropped members severed (sever)
@@ -192,7 +199,7 @@ func (d *driver) run(ctx context.Context, doc json.RawMessage) error {
 	switch {
 	case cur.InFlight() && !registry.SameDoc(cur.Doc, doc):
 		return fmt.Errorf("%w: the change to epoch %d is in its %s phase, to another config; apply that config to finish it first",
-			ErrHandoffInProgress, cur.Epoch, cur.Phase)
+			redshard.ErrHandoffInProgress, cur.Epoch, cur.Phase)
 	case !cur.InFlight() && registry.SameDoc(cur.Doc, doc):
 		d.rep.Unchanged = d.rep.From != (registry.Version{})
 	case !cur.InFlight():
@@ -200,7 +207,7 @@ func (d *driver) run(ctx context.Context, doc json.RawMessage) error {
 		if err := d.awaitAcks(ctx, cur, time.Now(), -1); err != nil {
 			return err
 		}
-		if err := d.carryFunctions(ctx, cur, doc); err != nil { // functions.go
+		if err := d.carryFunctions(ctx, cur, doc); err != nil { // apply_functions.go
 			return err
 		}
 		next := cur.Begin(doc, fleetChangeID(cur, doc), d.opt.Driver)
@@ -219,13 +226,13 @@ func (d *driver) run(ctx context.Context, doc json.RawMessage) error {
 				return err
 			}
 		}
-		beacons := d.beacons
+		written := d.beacons
 		d.beacons = time.Time{}
 		// Before keys move, processes that lost the registry must have
 		// had time to see the beacon.
 		var hold time.Duration
 		if cur.Phase == registry.Prepare {
-			hold = 2*beaconFresh - time.Since(beacons)
+			hold = 2*beacons.Fresh - time.Since(written)
 		}
 		if err := d.awaitAcks(ctx, cur, published, hold); err != nil {
 			return err
@@ -284,14 +291,14 @@ func (d *driver) publish(ctx context.Context, prev, next registry.Config) error 
 // again): the registry refuses to let two processes share an id
 // (registry.ErrMemberIDInUse), so the new client waits, within ctx and at
 // most two member lifetimes, for that entry to expire.
-func (d *driver) newClient(ctx context.Context) (*Client, error) {
+func (d *driver) newClient(ctx context.Context) (*redshard.Client, error) {
 	o := d.base
 	o.Shards, o.Registry, o.RingRecipe = nil, d.reg, 0 // the documents name the recipe
-	o.Fleet = &FleetOptions{MemberID: d.opt.Driver + "/apply"}
+	o.Fleet = &redshard.FleetOptions{MemberID: d.opt.Driver + "/apply"}
 	o.HotKeys, o.Load = nil, nil
 	give := time.Now().Add(2*d.reg.MemberTTL() + time.Second)
 	for {
-		c, err := NewClient(&o)
+		c, err := redshard.NewClient(&o)
 		if err == nil {
 			return c, nil
 		}
@@ -376,28 +383,18 @@ func (d *driver) writeBeacons(ctx context.Context, cfg registry.Config) (time.Ti
 	if err != nil {
 		return time.Time{}, err
 	}
-	var shards []Shard
-	for _, doc := range []json.RawMessage{cfg.Doc, cfg.PrevDoc} {
-		if len(doc) == 0 {
-			continue
-		}
-		s, _, err := parseRingDoc(doc, d.base.ringConfig())
-		if err != nil {
-			return time.Time{}, err
-		}
-		for _, sh := range d.base.withConnection(s) {
-			if !containsIdentity(shards, sh) {
-				shards = append(shards, sh)
-			}
-		}
+	shards, err := d.servers(cfg)
+	if err != nil {
+		return time.Time{}, err
 	}
+	own := fleetseam.Client(d.client)
 	start := time.Now()
 	errs := make([]error, len(shards))
 	parallel(len(shards), func(i int) {
-		cl := d.client.dial(shards[i], connCommand, nil)
+		cl := own.Dial(shards[i])
 		defer cl.Close()
-		cmd := redis.NewStatusCmd(ctx, "set", beaconKey, data)
-		if err := indexInternal(ctx, cl, cmd, beaconKey); err != nil {
+		cmd := redis.NewStatusCmd(ctx, "set", beacons.Key, data)
+		if err := indexInternal(ctx, cl, cmd, beacons.Key); err != nil {
 			errs[i] = fmt.Errorf("redshard: apply: writing the beacon on shard %s: %w", shards[i], err)
 		}
 	})
@@ -414,4 +411,64 @@ func fleetChangeID(cur registry.Config, doc json.RawMessage) string {
 	_, _ = h.Write(doc)
 	var b [8]byte
 	return hex.EncodeToString(h.Sum(b[:0]))
+}
+
+// servers lists, once each by identity, the servers of the configs'
+// documents, with the connection settings of the driver's options.
+func (d *driver) servers(cfgs ...registry.Config) ([]fleetseam.Server, error) {
+	var out []fleetseam.Server
+	for _, cfg := range cfgs {
+		for _, doc := range []json.RawMessage{cfg.Doc, cfg.PrevDoc} {
+			if len(doc) == 0 {
+				continue
+			}
+			r, err := d.docs.Parse(doc)
+			if err != nil {
+				return nil, err
+			}
+			for _, s := range r.Servers {
+				if !containsID(out, s) {
+					out = append(out, s)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// containsID reports whether list holds a server with s's identity (its
+// address, or its Sentinel master).
+func containsID(list []fleetseam.Server, s fleetseam.Server) bool {
+	for _, o := range list {
+		if o.ID == s.ID {
+			return true
+		}
+	}
+	return false
+}
+
+// indexInternal records an internal key (redshard.InternalKeyPrefix) in
+// its server's index (redshard.InternalIndexKey), as the root records
+// its own; cmd is the command that creates it, sent in the same pipeline.
+// The index expires a while after the last key was added.
+func indexInternal(ctx context.Context, cl *redis.Client, cmd redis.Cmder, key string) error {
+	_, _ = cl.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_ = p.Process(ctx, cmd)
+		p.SAdd(ctx, redshard.InternalIndexKey, key)
+		p.PExpire(ctx, redshard.InternalIndexKey, keymove.SettledTTL)
+		return nil
+	})
+	return cmd.Err()
+}
+
+// parallel runs fn(0..n-1), n-1 of them on new goroutines, and waits.
+func parallel(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	for i := 1; i < n; i++ {
+		wg.Go(func() { fn(i) })
+	}
+	if n > 0 {
+		fn(0)
+	}
+	wg.Wait()
 }

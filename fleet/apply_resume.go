@@ -1,9 +1,11 @@
-package redshard
+package fleet
 
 import (
 	"context"
 	"errors"
 	"maps"
+
+	"github.com/redshard/redshard"
 )
 
 // maxFruitlessRebalances is how many data migrations in a row apply runs
@@ -14,15 +16,15 @@ const maxFruitlessRebalances = 3
 // runs it again, as an operator would run apply again, when it stopped
 // short of the end for a reason of its own while ctx is still live: a
 // batch cut at the driver's lease (a process's moves end before it could
-// be fenced, see moveContext), which a loaded machine or a slow server
+// be fenced, see the root's moveContext), which a loaded machine or a slow server
 // makes likely, or keys that failed to move. Each run resumes where the
 // last left off (Rebalance is safe to repeat). It carries on while the
 // runs make progress, and gives up after maxFruitlessRebalances runs in a
 // row that moved nothing, with the last run's error. The report adds up
 // the runs' counts; Failed (the keys still not moved), Finished,
 // Verified, Misplaced and Strays are the last run's.
-func (d *driver) rebalanceResuming(ctx context.Context) (RebalanceReport, error) {
-	var total RebalanceReport
+func (d *driver) rebalanceResuming(ctx context.Context) (redshard.RebalanceReport, error) {
+	var total redshard.RebalanceReport
 	fruitless := 0
 	for {
 		rep, err := d.client.Rebalance(ctx, d.opt.Rebalance)
@@ -50,7 +52,7 @@ func resumable(err error) bool {
 
 // addRebalanceReports adds the counts of a later run, next, to sum; the
 // rest, Failed included, is next's.
-func addRebalanceReports(sum, next RebalanceReport) RebalanceReport {
+func addRebalanceReports(sum, next redshard.RebalanceReport) redshard.RebalanceReport {
 	out := next
 	out.Scanned += sum.Scanned
 	out.Moved += sum.Moved

@@ -1,4 +1,4 @@
-package redshard_test
+package fleet_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/fleet"
 	"github.com/redshard/redshard/registry"
 	"github.com/redshard/redshard/ring"
 )
@@ -37,7 +38,7 @@ func TestApplyRefusesMisplacedData(t *testing.T) {
 	}
 	_ = w.Close()
 
-	_, err = redshard.Apply(ctx, f.reg, recipeDoc(t, f, 3, ring.Recipe2), redshard.ApplyOptions{Driver: "test",
+	_, err = fleet.Apply(ctx, f.reg, recipeDoc(t, f, 3, ring.Recipe2), fleet.ApplyOptions{Driver: "test",
 		Client: &redshard.Options{Health: &redshard.HealthOptions{Disable: true}}})
 	if !errors.Is(err, redshard.ErrMisplacedData) || !strings.Contains(err.Error(), "Apply first the document the data was placed by") {
 		t.Fatalf("Apply(Recipe2) over Recipe1's data = %v; want ErrMisplacedData saying what to do", err)

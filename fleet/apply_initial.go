@@ -1,4 +1,4 @@
-package redshard
+package fleet
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/redshard/redshard"
 )
 
 // initialSample bounds how many keys apply's first-publish check reads
@@ -30,17 +32,15 @@ const initialMisplacedMin = 16
 // does not give them to. Servers whose data doc places are accepted, and
 // so are empty ones and ones with a few other keys.
 func (d *driver) checkInitialPlacement(ctx context.Context, doc json.RawMessage) error {
-	shards, ids, err := parseRingDoc(doc, d.base.ringConfig())
+	r, err := d.docs.Parse(doc)
 	if err != nil {
 		return err
 	}
-	shards = d.base.withConnection(shards)
+	shards := r.Servers
 	name := make(map[string]string, len(shards))
 	for _, s := range shards {
-		name[s.identity()] = s.Name
+		name[s.ID] = s.Name
 	}
-	dialer := &client{cfg: &config{opt: d.base}}
-	dialer.cfg.opt.Registry = nil
 	type sample struct {
 		keys, misplaced int
 		example, owner  string
@@ -48,9 +48,9 @@ func (d *driver) checkInitialPlacement(ctx context.Context, doc json.RawMessage)
 	found := make([]sample, len(shards))
 	errs := make([]error, len(shards))
 	parallel(len(shards), func(i int) {
-		cl := dialer.dial(shards[i], connCommand, nil)
+		cl := d.docs.Dial(shards[i])
 		defer cl.Close()
-		me, f := shards[i].identity(), &found[i]
+		me, f := shards[i].ID, &found[i]
 		var cursor uint64
 		for f.keys < initialSample {
 			keys, next, err := cl.Scan(ctx, cursor, "", 100).Result()
@@ -59,11 +59,11 @@ func (d *driver) checkInitialPlacement(ctx context.Context, doc json.RawMessage)
 				return
 			}
 			for _, k := range keys {
-				if isInternalKey(k) {
+				if strings.HasPrefix(k, redshard.InternalKeyPrefix) {
 					continue
 				}
 				f.keys++
-				if o := ids.owner(k); o != me {
+				if o := r.Owner(k); o != me {
 					f.misplaced++
 					if f.example == "" {
 						f.example, f.owner = k, name[o]
@@ -95,11 +95,5 @@ func (d *driver) checkInitialPlacement(ctx context.Context, doc json.RawMessage)
 		"%d of %d sampled keys are on another server than their owner (%s). Publishing it would read those keys as missing. "+
 		"Apply first the document the data was placed by (the same shards, ring_recipe and vnodes_per_weight as the clients that wrote it), "+
 		"then this one as a change, which moves the keys; or empty the servers of the keys if they are not the fleet's",
-		ErrMisplacedData, misplaced, sampled, strings.Join(bad, "; "))
+		redshard.ErrMisplacedData, misplaced, sampled, strings.Join(bad, "; "))
 }
-
-// ErrMisplacedData is returned by Apply on an empty registry when the
-// servers hold keys that the document's ring places elsewhere: data
-// written under another ring (another recipe, vnodes_per_weight or shard
-// list). Nothing is published.
-var ErrMisplacedData = errors.New("redshard: apply: the servers' data is placed by another ring")

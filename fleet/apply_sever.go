@@ -1,4 +1,4 @@
-package redshard
+package fleet
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redshard/redshard/internal/connname"
+	"github.com/redshard/redshard/internal/fleetseam"
+	"github.com/redshard/redshard/internal/rediserr"
 	"github.com/redshard/redshard/registry"
 )
 
@@ -23,12 +26,12 @@ const severRetry = 250 * time.Millisecond
 // published, the phase that no longer waits for such a member, so what
 // such a member sends from then on reaches no server on a connection it
 // opened before: a new one must pass the member's admission, which a
-// dropped member's fails (fleet_fence.go). Members read just before the
+// dropped member's fails (the root's fleet_fence.go). Members read just before the
 // sever are spared, so a process that joined meanwhile keeps its
 // connections; one that is joining has acknowledged nothing and read a
 // config no older than prev (it joins before it reads). A member is
 // spared by identity: its id and the incarnation its heartbeat carries,
-// both in its connections' names (connName), so a dropped process is cut
+// both in its connections' names (connname.Name), so a dropped process is cut
 // off even when a live one reuses its id or has one that looks alike.
 //
 // A server that cannot be reached is tried again until ctx ends: a dropped
@@ -37,7 +40,7 @@ func (d *driver) sever(ctx context.Context, prev, next registry.Config) error {
 	if prev.Version() == (registry.Version{}) {
 		return nil // nothing was published: nobody follows yet
 	}
-	shards, err := configServers(&d.base, prev, next)
+	shards, err := d.servers(prev, next)
 	if err != nil {
 		return err
 	}
@@ -46,7 +49,7 @@ func (d *driver) sever(ctx context.Context, prev, next registry.Config) error {
 		if err == nil {
 			return nil
 		}
-		if isRedisError(err) {
+		if rediserr.Is(err) {
 			return fmt.Errorf("redshard: apply: severing dropped members' connections before %s: %w "+
 				"(the driver needs CLIENT LIST and CLIENT KILL on every server: docs/membership.md, \"Fencing at the data\")", next.Version(), err)
 		}
@@ -58,21 +61,21 @@ func (d *driver) sever(ctx context.Context, prev, next registry.Config) error {
 	}
 }
 
-func (d *driver) severOnce(ctx context.Context, prev registry.Config, shards []Shard) error {
+func (d *driver) severOnce(ctx context.Context, prev registry.Config, shards []fleetseam.Server) error {
 	members, err := d.reg.Members(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the members: %w", err)
 	}
-	keep := make(map[connMember]bool, len(members))
+	keep := make(map[connname.Member]bool, len(members))
 	for _, m := range members {
 		if v := m.Version(); m.Incarnation != "" && (v == (registry.Version{}) || !v.Less(prev.Version())) {
-			keep[connMember{m.ID, m.Incarnation}] = true
+			keep[connname.Member{ID: m.ID, Incarnation: m.Incarnation}] = true
 		}
 	}
 	errs := make([]error, len(shards))
 	killed := make([]int, len(shards))
 	parallel(len(shards), func(i int) {
-		cl := d.dialer().dial(shards[i], connCommand, nil)
+		cl := d.dialer().Dial(shards[i])
 		defer cl.Close()
 		killed[i], errs[i] = severOn(ctx, cl, keep)
 		if errs[i] != nil {
@@ -87,20 +90,18 @@ func (d *driver) severOnce(ctx context.Context, prev registry.Config, shards []S
 
 // dialer is the client the driver dials the servers with: its own client,
 // or, before it has one (restore), one with its options and no registry.
-func (d *driver) dialer() *client {
+func (d *driver) dialer() fleetseam.Root {
 	if d.client != nil {
-		return d.client.client
+		return fleetseam.Client(d.client)
 	}
-	c := &client{cfg: &config{opt: d.base}}
-	c.cfg.opt.Registry = nil
-	return c
+	return d.docs
 }
 
 // severOn kills, on cl's server, the fleet connections (those whose name
-// starts with connNamePrefix) whose (member, incarnation) pair keep does
-// not hold, and those whose name connName cannot have made; it returns how
+// starts with connname.Prefix) whose (member, incarnation) pair keep does
+// not hold, and those whose name connname.Name cannot have made; it returns how
 // many it killed.
-func severOn(ctx context.Context, cl *redis.Client, keep map[connMember]bool) (int, error) {
+func severOn(ctx context.Context, cl *redis.Client, keep map[connname.Member]bool) (int, error) {
 	list, err := cl.ClientList(ctx).Result()
 	if err != nil {
 		return 0, err
@@ -116,10 +117,10 @@ func severOn(ctx context.Context, cl *redis.Client, keep map[connMember]bool) (i
 				name = f[len("name="):]
 			}
 		}
-		if id == "" || !strings.HasPrefix(name, connNamePrefix) {
+		if id == "" || !strings.HasPrefix(name, connname.Prefix) {
 			continue
 		}
-		if m, ok := parseConnName(name); !ok || !keep[m] {
+		if m, ok := connname.Parse(name); !ok || !keep[m] {
 			ids = append(ids, id)
 		}
 	}
@@ -139,7 +140,7 @@ func severOn(ctx context.Context, cl *redis.Client, keep map[connMember]bool) (i
 		}
 	}
 	// A connection that closed meanwhile is an error ("No such client"): gone either way.
-	if err != nil && !isRedisError(err) {
+	if err != nil && !rediserr.Is(err) {
 		return n, err
 	}
 	return n, nil

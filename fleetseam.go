@@ -1,0 +1,60 @@
+package redshard
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard/internal/fleetseam"
+)
+
+// The fleet driver's seam (internal/fleetseam): what package fleet needs
+// of the root beyond its public API.
+func init() {
+	fleetseam.Options = func(o any) fleetseam.Root {
+		c := &client{cfg: &config{opt: *o.(*Options)}}
+		c.cfg.opt.Registry = nil
+		return seamRoot{c}
+	}
+	fleetseam.Client = func(c any) fleetseam.Root { return seamRoot{c.(*Client).client} }
+}
+
+// seamRoot is a fleetseam.Root: c's options and connections.
+type seamRoot struct{ c *client }
+
+func (r seamRoot) Parse(doc []byte) (fleetseam.Ring, error) {
+	o := &r.c.cfg.opt
+	shards, ids, err := parseRingDoc(doc, o.ringConfig())
+	if err != nil {
+		return fleetseam.Ring{}, err
+	}
+	shards = o.withConnection(shards)
+	out := make([]fleetseam.Server, len(shards))
+	for i, s := range shards {
+		out[i] = fleetseam.Server{Name: s.Name, ID: s.identity(), Desc: s.String(), Shard: s}
+	}
+	return fleetseam.Ring{Servers: out, Owner: ids.owner}, nil
+}
+
+func (r seamRoot) Dial(s fleetseam.Server) *redis.Client {
+	return r.c.dial(s.Shard.(Shard), connCommand, nil)
+}
+
+func (r seamRoot) GiveFunctions(ctx context.Context, staying, joining []fleetseam.Server) error {
+	var open []*redis.Client
+	defer func() {
+		for _, cl := range open {
+			_ = cl.Close()
+		}
+	}()
+	servers := func(list []fleetseam.Server) []libServer {
+		out := make([]libServer, len(list))
+		for i, s := range list {
+			cl := r.Dial(s)
+			open = append(open, cl)
+			out[i] = libServer{s.Shard.(Shard), cl}
+		}
+		return out
+	}
+	return giveFunctions(ctx, servers(staying), servers(joining))
+}
