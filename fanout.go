@@ -240,6 +240,12 @@ func (t *topology) mergeFanout(cmd redis.Cmder, info command.Info, subs []sub) {
 			v, err = t.numSub(cmd, info, subs)
 		} else {
 			v, err = concat(subs)
+			if err == nil && (info.Name == "pubsub|channels" || info.Name == "pubsub|shardchannels") {
+				// During a membership change a channel is subscribed on
+				// its previous owner too (internal/pubsub): a server
+				// lists each active channel once, and so does the merge.
+				v = distinct(v)
+			}
 		}
 		if err != nil {
 			cmd.SetErr(fmt.Errorf("redshard: %s: %w", displayName(info.Name), err))
@@ -312,6 +318,26 @@ func withoutInternalKeys(v interface{}) interface{} {
 			s, ok := k.(string)
 			return ok && isInternalKey(s)
 		})
+	}
+	return v
+}
+
+// distinct drops the repeats of a concatenated list of names, keeping the
+// first of each.
+func distinct(v interface{}) interface{} {
+	seen := map[interface{}]bool{}
+	first := func(x interface{}) bool {
+		if seen[x] {
+			return false
+		}
+		seen[x] = true
+		return true
+	}
+	switch names := v.(type) {
+	case []string:
+		return slices.DeleteFunc(names, func(n string) bool { return !first(n) })
+	case []interface{}:
+		return slices.DeleteFunc(names, func(n interface{}) bool { return !first(n) })
 	}
 	return v
 }
