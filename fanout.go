@@ -238,6 +238,8 @@ func (t *topology) mergeFanout(cmd redis.Cmder, info command.Info, subs []sub) {
 		var err error
 		if _, raw := cmd.(*redis.Cmd); raw && (info.Name == "pubsub|numsub" || info.Name == "pubsub|shardnumsub") {
 			v, err = t.numSub(cmd, info, subs)
+		} else if _, typed := value(subs[0].cmd).(map[string]int64); typed && info.Name == "pubsub|shardnumsub" {
+			v = t.shardNumSub(cmd, subs)
 		} else {
 			v, err = concat(subs)
 			if err == nil && (info.Name == "pubsub|channels" || info.Name == "pubsub|shardchannels") {
@@ -416,6 +418,26 @@ func (t *topology) numSub(cmd redis.Cmder, info command.Info, subs []sub) (inter
 		return byName, nil
 	}
 	return flat, nil
+}
+
+// shardNumSub merges typed PUBSUB SHARDNUMSUB replies (PubSubShardNumSub)
+// as numSub merges raw ones: a channel's count is its owner's, where
+// SSUBSCRIBE and SPUBLISH meet. Summed over the shards, a channel whose
+// owner changed would be counted on its previous owner too, where it is
+// also subscribed during a membership change.
+func (t *topology) shardNumSub(cmd redis.Cmder, subs []sub) map[string]int64 {
+	out := map[string]int64{}
+	for _, a := range cmd.Args()[2:] {
+		ch := command.Arg(a)
+		owner := t.ring.LookupIndex(ch)
+		out[ch] = 0
+		for _, s := range subs {
+			if s.shard == owner {
+				out[ch] = value(s.cmd).(map[string]int64)[ch]
+			}
+		}
+	}
+	return out
 }
 
 // and combines 0/1 array replies element-wise (SCRIPT EXISTS: a script
