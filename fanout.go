@@ -239,8 +239,16 @@ func (t *topology) mergeFanout(cmd redis.Cmder, info command.Info, subs []sub) {
 		var err error
 		if _, raw := cmd.(*redis.Cmd); raw && (info.Name == "pubsub|numsub" || info.Name == "pubsub|shardnumsub") {
 			v, err = t.numSub(cmd, info, subs)
+		} else if _, typed := replyval.Value(subs[0].cmd).(map[string]int64); typed && info.Name == "pubsub|shardnumsub" {
+			v = t.shardNumSub(cmd, subs)
 		} else {
 			v, err = concat(subs)
+			if err == nil && (info.Name == "pubsub|channels" || info.Name == "pubsub|shardchannels") {
+				// During a membership change a channel is subscribed on
+				// its previous owner too (internal/pubsub): a server
+				// lists each active channel once, and so does the merge.
+				v = distinct(v)
+			}
 		}
 		if err != nil {
 			cmd.SetErr(fmt.Errorf("redshard: %s: %w", displayName(info.Name), err))
@@ -313,6 +321,26 @@ func withoutInternalKeys(v interface{}) interface{} {
 			s, ok := k.(string)
 			return ok && isInternalKey(s)
 		})
+	}
+	return v
+}
+
+// distinct drops the repeats of a concatenated list of names, keeping the
+// first of each.
+func distinct(v interface{}) interface{} {
+	seen := map[interface{}]bool{}
+	first := func(x interface{}) bool {
+		if seen[x] {
+			return false
+		}
+		seen[x] = true
+		return true
+	}
+	switch names := v.(type) {
+	case []string:
+		return slices.DeleteFunc(names, func(n string) bool { return !first(n) })
+	case []interface{}:
+		return slices.DeleteFunc(names, func(n interface{}) bool { return !first(n) })
 	}
 	return v
 }
@@ -391,6 +419,26 @@ func (t *topology) numSub(cmd redis.Cmder, info command.Info, subs []sub) (inter
 		return byName, nil
 	}
 	return flat, nil
+}
+
+// shardNumSub merges typed PUBSUB SHARDNUMSUB replies (PubSubShardNumSub)
+// as numSub merges raw ones: a channel's count is its owner's, where
+// SSUBSCRIBE and SPUBLISH meet. Summed over the shards, a channel whose
+// owner changed would be counted on its previous owner too, where it is
+// also subscribed during a membership change.
+func (t *topology) shardNumSub(cmd redis.Cmder, subs []sub) map[string]int64 {
+	out := map[string]int64{}
+	for _, a := range cmd.Args()[2:] {
+		ch := command.Arg(a)
+		owner := t.ring.LookupIndex(ch)
+		out[ch] = 0
+		for _, s := range subs {
+			if s.shard == owner {
+				out[ch] = replyval.Value(s.cmd).(map[string]int64)[ch]
+			}
+		}
+	}
+	return out
 }
 
 // and combines 0/1 array replies element-wise (SCRIPT EXISTS: a script

@@ -249,6 +249,45 @@ func TestPubSubFollowsMembership(t *testing.T) {
 	}
 }
 
+// During a change a moved channel is subscribed on its previous owner and
+// its new one: PUBSUB CHANNELS lists it once, as one server does. Before,
+// the merge concatenated the shards' lists and named it twice (go-redis's
+// "should sharded pub/sub channels" spec under membership churn,
+// internal/goredissuite rs4churn-resp2).
+func TestPubSubChannelsDuringChange(t *testing.T) {
+	cl := newCluster(t, 1)
+	next := cl.addShard(t, "shard-1", 1)
+	cl.shards = cl.shards[:1]
+	var ch string
+	for i := 0; ; i++ { // a channel shard-1 will own
+		ch = fmt.Sprintf("moving:%d", i)
+		if cl.c.Ring().Lookup(ch) == "shard-0" && ringWith(t, next).Lookup(ch) == "shard-1" {
+			break
+		}
+	}
+	ps := cl.c.Subscribe(ctx, ch)
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.c.SetShards(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	old, neu := cl.mini["shard-0"], cl.mini["shard-1"]
+	waitFor(t, "the subscription on the new owner", func() bool { return numSub(neu, ch) == 1 })
+	if numSub(old, ch) != 1 {
+		t.Fatalf("during the change: %d subscribers on the previous owner, want 1 (the test needs both)", numSub(old, ch))
+	}
+	got, err := cl.c.PubSubChannels(ctx, "moving:*").Result()
+	if err != nil || !slices.Equal(got, []string{ch}) {
+		t.Errorf("PUBSUB CHANNELS during the change = %q, %v; want [%s]", got, err, ch)
+	}
+	raw, err := cl.c.Do(ctx, "PUBSUB", "CHANNELS", "moving:*").Result()
+	if err != nil || fmt.Sprint(raw) != fmt.Sprint([]interface{}{ch}) {
+		t.Errorf("PUBSUB CHANNELS (Do) during the change = %v, %v; want [%s]", raw, err, ch)
+	}
+}
+
 func ringWith(t *testing.T, shards []redshard.Shard) interface{ Lookup(string) string } {
 	t.Helper()
 	c, err := redshard.NewClient(&redshard.Options{Shards: shards})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -84,9 +85,11 @@ type gateFailure struct {
 // gate compares every redshard configuration with its plain baseline. It
 // returns the failures nothing excuses, and marks the allow-list entries
 // that excused something. A failure is excused by ErrCrossShard on more
-// than one shard, or by an allow-list entry; a spec failed by a goroutine
-// of another failing spec (classLeaked) is not held against itself.
-func gate(configs []config, results map[string][]spec, allow []*allowEntry) (unexcused, excused []gateFailure, crossShard int) {
+// than one shard, in a churn configuration by a refusal redshard documents
+// for a membership change in progress (classChange), or by an allow-list
+// entry; a spec failed by a goroutine of another failing spec (classLeaked)
+// is not held against itself.
+func gate(configs []config, results map[string][]spec, allow []*allowEntry) (unexcused, excused, accepted []gateFailure) {
 	for _, c := range configs {
 		if c.Shards == 0 {
 			continue
@@ -99,8 +102,8 @@ func gate(configs []config, results map[string][]spec, allow []*allowEntry) (une
 			if s.Class == classPassed || s.Class == classLeaked || baseline[s.Key] != classPassed {
 				continue
 			}
-			if s.Class == classCrossShard && c.Shards > 1 {
-				crossShard++
+			if s.Class == classCrossShard && c.Shards > 1 || s.Class == classChange && c.Churn {
+				accepted = append(accepted, gateFailure{c.Name, s})
 				continue
 			}
 			ok := false
@@ -116,7 +119,7 @@ func gate(configs []config, results map[string][]spec, allow []*allowEntry) (une
 			}
 		}
 	}
-	return unexcused, excused, crossShard
+	return unexcused, excused, accepted
 }
 
 // allowListFor writes allow-list entries that excuse exactly fails (one
@@ -152,15 +155,21 @@ func allowListFor(fails []gateFailure, t refusalTexts) string {
 	return b.String()
 }
 
-// foldConfigs spells a set of redshard configurations as globs: all four
-// is "rs*", both protocols of one shard count "rsN-*".
+// foldConfigs spells a set of redshard configurations as globs: all six
+// is "rs*", both protocols of one kind "rs1-*", "rs4-*", "rs4churn-*".
 func foldConfigs(set map[string]bool) string {
-	all := []string{"rs1-resp2", "rs1-resp3", "rs4-resp2", "rs4-resp3"}
-	if len(set) == len(all) && set[all[0]] && set[all[1]] && set[all[2]] && set[all[3]] {
+	kinds := []string{"rs1", "rs4", "rs4churn"}
+	all := 0
+	for _, n := range kinds {
+		if set[n+"-resp2"] && set[n+"-resp3"] {
+			all++
+		}
+	}
+	if all == len(kinds) && len(set) == 2*len(kinds) {
 		return "rs*"
 	}
 	var out []string
-	for _, n := range []string{"rs1", "rs4"} {
+	for _, n := range kinds {
 		switch {
 		case set[n+"-resp2"] && set[n+"-resp3"]:
 			out = append(out, n+"-*")
@@ -172,7 +181,7 @@ func foldConfigs(set map[string]bool) string {
 	}
 	var rest []string
 	for c := range set {
-		if !strings.HasPrefix(c, "rs1-") && !strings.HasPrefix(c, "rs4-") {
+		if !slices.Contains(kinds, strings.TrimSuffix(strings.TrimSuffix(c, "-resp2"), "-resp3")) {
 			rest = append(rest, c)
 		}
 	}

@@ -180,9 +180,9 @@ func TestGateAndAllowList(t *testing.T) {
 	results["rs4-resp3"][1] = spec{Key: "b", Class: classNotSharded, Message: texts.NotSharded + ": INFO: use ForEachShard"}
 	results["rs1-resp3"][2] = spec{Key: "c", Class: classNotSharded}
 
-	unexcused, _, cross := gate(configs, results, nil)
-	if cross != 1 || len(unexcused) != 3 {
-		t.Fatalf("gate without allow-list: %d cross-shard, unexcused %+v; want 1 (rs4-resp2 a), 3 (rs1-resp2 a, rs1-resp3 b, rs4-resp3 b)", cross, unexcused)
+	unexcused, _, accepted := gate(configs, results, nil)
+	if cross := len(accepted); cross != 1 || len(unexcused) != 3 {
+		t.Fatalf("gate without allow-list: accepted %+v, unexcused %+v; want 1 (rs4-resp2 a), 3 (rs1-resp2 a, rs1-resp3 b, rs4-resp3 b)", accepted, unexcused)
 	}
 	list := allowListFor(unexcused, texts)
 	want := "rs1-resp2 | a | cross-shard: " + texts.CrossShard + "\nrs1-resp3,rs4-resp3 | b | not-sharded: INFO: use ForEachShard\n"
@@ -215,7 +215,10 @@ func TestGateAndAllowList(t *testing.T) {
 
 func TestFoldConfigs(t *testing.T) {
 	cases := map[string][]string{
-		"rs*":                 {"rs1-resp2", "rs1-resp3", "rs4-resp2", "rs4-resp3"},
+		"rs*":                 {"rs1-resp2", "rs1-resp3", "rs4-resp2", "rs4-resp3", "rs4churn-resp2", "rs4churn-resp3"},
+		"rs1-*,rs4-*":         {"rs1-resp2", "rs1-resp3", "rs4-resp2", "rs4-resp3"},
+		"rs4-*,rs4churn-*":    {"rs4-resp2", "rs4-resp3", "rs4churn-resp2", "rs4churn-resp3"},
+		"rs4churn-resp3":      {"rs4churn-resp3"},
 		"rs1-*":               {"rs1-resp2", "rs1-resp3"},
 		"rs1-resp2,rs4-*":     {"rs1-resp2", "rs4-resp2", "rs4-resp3"},
 		"rs4-resp3":           {"rs4-resp3"},
@@ -230,6 +233,59 @@ func TestFoldConfigs(t *testing.T) {
 		}
 		if got := foldConfigs(m); got != want {
 			t.Errorf("foldConfigs(%v) = %q, want %q", set, got, want)
+		}
+	}
+}
+
+// A change refusal (ErrHandoffInProgress, ErrStaleCursor) is accepted in a
+// churn configuration only: on a steady ring nothing changes, so it is a
+// failure there; and a churn failure of any other class is not accepted.
+func TestGateChurn(t *testing.T) {
+	texts, err := readRefusalTexts(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for msg, want := range map[string]string{
+		"redshard: FLUSHDB in a pipeline: " + texts.Handoff:        classChange,
+		"redshard: " + texts.StaleCursor + ": cursor 12":           classChange,
+		"Expected\n    <string>: \n to equal\n    <string>: hello": classOther,
+	} {
+		if got := texts.classify(msg); got != want {
+			t.Errorf("classify(%q) = %s, want %s", msg, got, want)
+		}
+	}
+	configs := allConfigs
+	results := map[string][]spec{}
+	for _, c := range configs {
+		results[c.Name] = []spec{{Key: "a", Class: classPassed}, {Key: "b", Class: classPassed}}
+	}
+	refused := spec{Key: "a", Class: classChange, Message: texts.StaleCursor}
+	results["rs4-resp2"][0] = refused
+	results["rs4churn-resp2"][0] = refused
+	results["rs4churn-resp3"][1] = spec{Key: "b", Class: classOther, Message: "Expected <string>: to equal <string>: hello"}
+	unexcused, _, accepted := gate(configs, results, nil)
+	if len(accepted) != 1 || accepted[0].Config != "rs4churn-resp2" {
+		t.Errorf("accepted %+v, want the change refusal of rs4churn-resp2 only", accepted)
+	}
+	var got []string
+	for _, f := range unexcused {
+		got = append(got, f.Config+" "+f.Spec.Key)
+	}
+	if strings.Join(got, ",") != "rs4-resp2 a,rs4churn-resp3 b" {
+		t.Errorf("unexcused %v, want [rs4-resp2 a, rs4churn-resp3 b]", got)
+	}
+}
+
+func TestChurnedIn(t *testing.T) {
+	for out, want := range map[string]bool{
+		"": false,
+		"churn    1.000s: client 3 created on 4 shards\nchurn    1.010s: client 3 closed\n":                              false,
+		"churn    1.000s: client 3 created on 4 shards\nchurn    1.100s: change #4: +shard4 (5 shards) on clients [3]\n": true,
+		"churn    2.000s: change #4 finished\n":                                                                          true,
+		"some spec output: change #4 finished\n":                                                                         false,
+	} {
+		if got := churnedIn(out); got != want {
+			t.Errorf("churnedIn(%q) = %v, want %v", out, got, want)
 		}
 	}
 }

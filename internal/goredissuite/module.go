@@ -180,25 +180,54 @@ func prepareModule(src, dst, repo string) (rewriteStats, error) {
 	return total, err
 }
 
-// buildSuites compiles the two test binaries in dir: the plain baseline and
-// the redshard one (build tag redshardsuite).
-func buildSuites(dir string) (plain, rs string, err error) {
-	plain = filepath.Join(dir, "plain.test")
-	rs = filepath.Join(dir, "redshard.test")
-	for _, b := range []struct{ out, tags string }{{plain, ""}, {rs, "redshardsuite"}} {
+// suiteBinary is one of the test binaries: the plain baseline, the redshard
+// one (build tag redshardsuite) and redshard under membership churn
+// (redshardsuite,redshardchurn).
+type suiteBinary struct{ name, tags string }
+
+var (
+	plainSuite = suiteBinary{"plain", ""}
+	rsSuite    = suiteBinary{"redshard", "redshardsuite"}
+	churnSuite = suiteBinary{"churn", "redshardsuite,redshardchurn"}
+)
+
+// binaryFor is the test binary that runs configuration c.
+func binaryFor(c config) suiteBinary {
+	switch {
+	case c.Shards == 0:
+		return plainSuite
+	case c.Churn:
+		return churnSuite
+	}
+	return rsSuite
+}
+
+// buildSuites compiles in dir the test binaries the configurations need
+// and returns their paths by name.
+func buildSuites(dir string, configs []config) (map[string]string, error) {
+	var need []suiteBinary
+	for _, c := range configs {
+		if b := binaryFor(c); !slices.Contains(need, b) {
+			need = append(need, b)
+		}
+	}
+	paths := map[string]string{}
+	for _, b := range need {
+		out := filepath.Join(dir, b.name+".test")
+		paths[b.name] = out
 		// -trimpath: the build cache does not depend on the temporary
 		// directory, so a second run compiles only what changed.
-		args := []string{"test", "-c", "-trimpath", "-o", b.out}
+		args := []string{"test", "-c", "-trimpath", "-o", out}
 		if b.tags != "" {
 			args = append(args, "-tags", b.tags)
 		}
 		cmd := exec.Command("go", append(args, ".")...)
 		cmd.Dir = dir
 		cmd.Env = goEnv()
-		out, err := cmd.CombinedOutput()
+		msg, err := cmd.CombinedOutput()
 		if err != nil {
-			return "", "", fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+			return nil, fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, msg)
 		}
 	}
-	return plain, rs, nil
+	return paths, nil
 }

@@ -18,6 +18,7 @@ const (
 	classPassed     = "passed"
 	classNotSharded = "not-sharded" // refused with redshard.ErrNotSharded
 	classCrossShard = "cross-shard" // refused with redshard.ErrCrossShard
+	classChange     = "change"      // refused for a membership change in progress: ErrHandoffInProgress, ErrStaleCursor
 	classOther      = "other"       // any other failure (ErrUnknownCommand included)
 	classSkipped    = "skipped"     // skipped (by the spec itself, e.g. for the server version)
 	classLeaked     = "leaked"      // failed by a goroutine another, failing, spec left running
@@ -32,17 +33,21 @@ type spec struct {
 	Class   string
 	Message string // the failure's message; "" when it passed
 	Line    int    // the It's line in File
+	// Churned: the membership changed while the spec ran (its churn log,
+	// in GinkgoWriter, names a change, or the Rebalance of one).
+	Churned bool
 }
 
 // ginkgoReport is the part of ginkgo's --json-report the runner reads.
 type ginkgoReport []struct {
 	SpecReports []struct {
-		ContainerHierarchyTexts []string
-		LeafNodeType            string
-		LeafNodeText            string
-		LeafNodeLocation        location
-		State                   string
-		Failure                 struct {
+		ContainerHierarchyTexts    []string
+		LeafNodeType               string
+		LeafNodeText               string
+		LeafNodeLocation           location
+		State                      string
+		CapturedGinkgoWriterOutput string
+		Failure                    struct {
 			Message        string
 			ForwardedPanic string
 			Location       location
@@ -102,14 +107,21 @@ func leakedFrom(spans []itSpan, spec, failure location) int {
 	return 0
 }
 
-// refusalTexts are the messages of redshard's routing refusals, read from
-// the checkout's errors.go so the classification follows the library.
+// refusalTexts are the messages of redshard's routing refusals, and of the
+// refusals it documents for a membership change in progress, read from the
+// checkout's errors.go so the classification follows the library.
 type refusalTexts struct {
 	NotSharded, CrossShard, Unknown string
+	// Handoff (ErrHandoffInProgress: FLUSHDB/FLUSHALL/SWAPDB in a pipeline
+	// or transaction during a change, a move that waited too long) and
+	// StaleCursor (ErrStaleCursor: a SCAN cursor of the ring before a
+	// change) are what a command may get because the membership changed.
+	Handoff, StaleCursor string
 }
 
 // readRefusalTexts parses errors.go for the errors.New texts of
-// ErrNotSharded, ErrCrossShard and ErrUnknownCommand.
+// ErrNotSharded, ErrCrossShard, ErrUnknownCommand, ErrHandoffInProgress
+// and ErrStaleCursor.
 func readRefusalTexts(repo string) (refusalTexts, error) {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, filepath.Join(repo, "errors.go"), nil, 0)
@@ -133,9 +145,10 @@ func readRefusalTexts(repo string) (refusalTexts, error) {
 		}
 		return true
 	})
-	t := refusalTexts{NotSharded: texts["ErrNotSharded"], CrossShard: texts["ErrCrossShard"], Unknown: texts["ErrUnknownCommand"]}
-	if t.NotSharded == "" || t.CrossShard == "" || t.Unknown == "" {
-		return t, fmt.Errorf("errors.go: cannot find the texts of ErrNotSharded, ErrCrossShard and ErrUnknownCommand (found %v)", texts)
+	t := refusalTexts{NotSharded: texts["ErrNotSharded"], CrossShard: texts["ErrCrossShard"], Unknown: texts["ErrUnknownCommand"],
+		Handoff: texts["ErrHandoffInProgress"], StaleCursor: texts["ErrStaleCursor"]}
+	if t.NotSharded == "" || t.CrossShard == "" || t.Unknown == "" || t.Handoff == "" || t.StaleCursor == "" {
+		return t, fmt.Errorf("errors.go: cannot find the texts of ErrNotSharded, ErrCrossShard, ErrUnknownCommand, ErrHandoffInProgress and ErrStaleCursor (found %v)", texts)
 	}
 	return t, nil
 }
@@ -147,6 +160,8 @@ func (t refusalTexts) classify(msg string) string {
 		return classCrossShard
 	case strings.Contains(msg, t.NotSharded):
 		return classNotSharded
+	case strings.Contains(msg, t.Handoff), strings.Contains(msg, t.StaleCursor):
+		return classChange
 	}
 	return classOther
 }
@@ -156,7 +171,7 @@ func (t refusalTexts) classify(msg string) string {
 // redshard's sentinel text (or the message's first line).
 func (t refusalTexts) reason(class, msg string) string {
 	line := ""
-	for _, sentinel := range []string{t.CrossShard, t.NotSharded, t.Unknown} {
+	for _, sentinel := range []string{t.CrossShard, t.NotSharded, t.Handoff, t.StaleCursor, t.Unknown} {
 		if i := strings.Index(msg, sentinel); i >= 0 {
 			line = strings.TrimPrefix(msg[i:], sentinel)
 			line = strings.TrimLeft(line, ": ")
@@ -226,7 +241,8 @@ func readReport(path string, t refusalTexts, spans []itSpan) ([]spec, error) {
 			if len(group) > 2 {
 				group = group[:2]
 			}
-			s := spec{Key: key, File: file, Group: strings.Join(group, " / "), State: sr.State, Line: sr.LeafNodeLocation.LineNumber}
+			s := spec{Key: key, File: file, Group: strings.Join(group, " / "), State: sr.State, Line: sr.LeafNodeLocation.LineNumber,
+				Churned: churnedIn(sr.CapturedGinkgoWriterOutput)}
 			switch sr.State {
 			case "passed":
 				s.Class = classPassed
@@ -273,7 +289,7 @@ func beforeSuitePassed(path string) bool {
 
 // counts is one row of the table.
 type counts struct {
-	Passed, NotSharded, CrossShard, Other, Leaked, Skipped int
+	Passed, NotSharded, CrossShard, Change, Other, Leaked, Skipped int
 }
 
 func (c *counts) add(s spec) {
@@ -284,6 +300,8 @@ func (c *counts) add(s spec) {
 		c.NotSharded++
 	case classCrossShard:
 		c.CrossShard++
+	case classChange:
+		c.Change++
 	case classOther:
 		c.Other++
 	case classSkipped:
@@ -296,16 +314,17 @@ func (c *counts) add(s spec) {
 // printTables writes the summary table (one row per configuration) and the
 // per-group table (passed/refused/other per configuration) to w.
 func printTables(w *strings.Builder, configs []config, results map[string][]spec) {
-	fmt.Fprintf(w, "| configuration | passed | refused NotSharded / CrossShard | other failed | leaked* | skipped |\n")
+	fmt.Fprintf(w, "| configuration | passed | refused NotSharded / CrossShard / change** | other failed | leaked* | skipped |\n")
 	fmt.Fprintf(w, "|---|---|---|---|---|---|\n")
 	for _, c := range configs {
 		var n counts
 		for _, s := range results[c.Name] {
 			n.add(s)
 		}
-		fmt.Fprintf(w, "| %s | %d | %d / %d | %d | %d | %d |\n", c.Name, n.Passed, n.NotSharded, n.CrossShard, n.Other, n.Leaked, n.Skipped)
+		fmt.Fprintf(w, "| %s | %d | %d / %d / %d | %d | %d | %d |\n", c.Name, n.Passed, n.NotSharded, n.CrossShard, n.Change, n.Other, n.Leaked, n.Skipped)
 	}
 	fmt.Fprintf(w, "\n*leaked: failed by a goroutine of an earlier spec that itself failed (not gated; that spec is).\n")
+	fmt.Fprintf(w, "**change: refused with ErrHandoffInProgress or ErrStaleCursor, what redshard documents for a membership change in progress (rs4churn-*).\n")
 	groups := map[string]map[string]*counts{}
 	for _, c := range configs {
 		for _, s := range results[c.Name] {
@@ -325,7 +344,7 @@ func printTables(w *strings.Builder, configs []config, results map[string][]spec
 		names = append(names, g)
 	}
 	sort.Strings(names)
-	fmt.Fprintf(w, "\nper group: passed / refused (NotSharded+CrossShard) / other failed\n\n| group |")
+	fmt.Fprintf(w, "\nper group: passed / refused (NotSharded+CrossShard+change) / other failed\n\n| group |")
 	for _, c := range configs {
 		fmt.Fprintf(w, " %s |", c.Name)
 	}
@@ -341,7 +360,7 @@ func printTables(w *strings.Builder, configs []config, results map[string][]spec
 			if n == nil {
 				n = &counts{}
 			}
-			fmt.Fprintf(w, " %d/%d/%d |", n.Passed, n.NotSharded+n.CrossShard, n.Other)
+			fmt.Fprintf(w, " %d/%d/%d |", n.Passed, n.NotSharded+n.CrossShard+n.Change, n.Other)
 		}
 		fmt.Fprintln(w)
 	}
@@ -372,4 +391,67 @@ func writeNonPassing(path string, configs []config, results map[string][]spec, f
 		}
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// printGateTable writes, per redshard configuration, how the gate judged
+// its specs: passed; failing on the plain client too (not gated); refused
+// and accepted without an entry (ErrCrossShard on 4 shards; a change
+// refusal under churn); excused by the allow-list; flaky (failed in the
+// run, passed alone); failed, not excused.
+func printGateTable(w *strings.Builder, configs []config, results map[string][]spec, accepted, excused, unexcused []gateFailure, flaky map[string]bool) {
+	per := func(fs []gateFailure, name string, class string) int {
+		n := 0
+		for _, f := range fs {
+			if f.Config == name && (class == "" || f.Spec.Class == class) {
+				n++
+			}
+		}
+		return n
+	}
+	fmt.Fprintf(w, "gate, per configuration (specs that pass on the plain client of the same protocol)\n\n")
+	fmt.Fprintf(w, "| configuration | passed | refused, accepted: CrossShard / change | allow-listed | flaky | failed (gate) | specs run across a change*** |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|\n")
+	for _, c := range configs {
+		if c.Shards == 0 {
+			continue
+		}
+		passed := 0
+		for _, s := range results[c.Name] {
+			if s.Class == classPassed {
+				passed++
+			}
+		}
+		nflaky := 0
+		for k := range flaky {
+			if strings.HasPrefix(k, c.Name+" | ") {
+				nflaky++
+			}
+		}
+		churned := "-"
+		if c.Churn {
+			n := 0
+			for _, s := range results[c.Name] {
+				if s.Churned {
+					n++
+				}
+			}
+			churned = fmt.Sprint(n)
+		}
+		fmt.Fprintf(w, "| %s | %d | %d / %d | %d | %d | %d | %s |\n", c.Name, passed,
+			per(accepted, c.Name, classCrossShard), per(accepted, c.Name, classChange),
+			per(excused, c.Name, ""), nflaky, per(unexcused, c.Name, ""), churned)
+	}
+	fmt.Fprintf(w, "\n***specs during which a change was made or finished (rs4churn-*: the spec's GinkgoWriter log of the churn).\n")
+}
+
+// churnedIn reports whether a spec's GinkgoWriter output (the churn shim's
+// log lines, "churn <time>: change #N: ...") shows a membership change made
+// or finished while it ran.
+func churnedIn(out string) bool {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "churn ") && strings.Contains(l, ": change #") {
+			return true
+		}
+	}
+	return false
 }
