@@ -10,11 +10,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/hotkey"
 	"github.com/redshard/redshard/redshardtest"
 	"github.com/redshard/redshard/registry"
 )
@@ -333,5 +335,52 @@ func TestStartFleetRefuses(t *testing.T) {
 	_, err := redshardtest.StartFleet(&redshardtest.FleetOptions{Registry: &registry.Options{MemberTTL: -1}})
 	if err == nil {
 		t.Error("StartFleet with a bad registry option: no error")
+	}
+}
+
+// TestHotKeysStalenessOnly: what the package documentation says of
+// LocalCache on miniredis. The shard of a hot key refuses CLIENT TRACKING,
+// so its cached replies are kept by MaxStaleness alone.
+func TestHotKeysStalenessOnly(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Unix(1_700_000_000, 0)
+	cl := redshardtest.NewCluster(t, &redshard.Options{HotKeys: &redshard.HotKeyOptions{
+		Mitigation:   redshard.LocalCache,
+		MaxStaleness: time.Hour,
+		// A detector whose clock stands still: 20 reads make a key hot.
+		Detector: &hotkey.Config{MinRate: 1, MinShare: 0.05, Now: func() time.Time { return t0 }},
+	}}, 1, 1)
+	const key = "hot"
+	if err := cl.Client.Set(ctx, key, "v1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		_ = cl.Client.Type(ctx, key).Err()
+	}
+	if hk := cl.Client.HotKeys(); len(hk) == 0 || hk[0].Key != key || !hk[0].Hot {
+		t.Fatalf("%s is not hot after 20 reads: %+v", key, hk)
+	}
+	if got, err := cl.Client.Get(ctx, key).Result(); err != nil || got != "v1" {
+		t.Fatalf("GET %s = %q, %v", key, got, err)
+	}
+	owner, _ := cl.Client.ShardFor(key)
+	found := false
+	for _, s := range cl.Client.Stats().Hot.Shards {
+		if s.Name == owner {
+			found = true
+			if s.Invalidation != redshard.InvalidationStalenessOnly {
+				t.Errorf("shard %s: %v, want %v", s.Name, s.Invalidation, redshard.InvalidationStalenessOnly)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no hot-key state for shard %s: %+v", owner, cl.Client.Stats().Hot)
+	}
+	// Another writer's SET is not invalidated: the cached reply stays.
+	if err := cl.Server(owner).Set(key, "v2"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := cl.Client.Get(ctx, key).Result(); got != "v1" {
+		t.Errorf("GET %s after a write behind the client's back = %q, want the cached %q (no invalidation on miniredis)", key, got, "v1")
 	}
 }
