@@ -15,14 +15,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard"
-	"github.com/redshard/redshard/internal/miniadmin"
+	"github.com/redshard/redshard/redshardtest"
 	"github.com/redshard/redshard/registry"
 )
 
 // fleet is miniredis shards and a miniredis registry.
 type fleet struct {
 	addrs []string
-	mini  []*miniredis.Miniredis
+	mini  []*redshardtest.Server // with CLIENT LIST and KILL, which Apply uses
 	reg   registry.Registry
 	rdb   *redis.Client // the registry's server
 	regm  *miniredis.Miniredis
@@ -34,8 +34,7 @@ func newFleet(t *testing.T, n int) *fleet {
 	t.Helper()
 	f := &fleet{}
 	for range n {
-		m := miniredis.RunT(t)
-		miniadmin.Install(m)
+		m := redshardtest.NewServer(t)
 		f.mini = append(f.mini, m)
 		f.addrs = append(f.addrs, m.Addr())
 	}
