@@ -142,8 +142,8 @@ func (f *Fleet) OpenRegistry() (registry.Registry, error) {
 // Join starts a process of the fleet: a Client with FleetOptions.Client's
 // options that follows the registry through a handle of its own, as
 // memberID. Something must have been applied first (NewClient refuses an
-// empty registry). The Fleet closes the Client (Close), after any Apply
-// has returned; closing it earlier is a process leaving.
+// empty registry). The Fleet closes the Client (Close); closing it before
+// is the process leaving the fleet.
 func (f *Fleet) Join(memberID string) (*redshard.Client, error) {
 	reg, err := f.OpenRegistry()
 	if err != nil {
