@@ -2,7 +2,7 @@ package redshard_test
 
 // Regressions of issue 26 (fencing assumptions the code did not check),
 // on real redis-servers: miniredis accepts connection names Redis refuses,
-// and its CLIENT LIST is miniadmin's.
+// and its CLIENT LIST is redshardtest's (internal/miniadmin).
 
 import (
 	"context"

@@ -16,14 +16,14 @@ import (
 
 	"github.com/redshard/redshard"
 	"github.com/redshard/redshard/fleet"
-	"github.com/redshard/redshard/internal/miniadmin"
+	"github.com/redshard/redshard/redshardtest"
 	"github.com/redshard/redshard/registry"
 )
 
 // testFleet is miniredis shards and a miniredis registry.
 type testFleet struct {
 	addrs []string
-	mini  []*miniredis.Miniredis
+	mini  []*redshardtest.Server // with CLIENT LIST and KILL, which Apply uses
 	reg   registry.Registry
 	rdb   *redis.Client // the registry's server
 	regm  *miniredis.Miniredis
@@ -35,8 +35,7 @@ func newFleet(t *testing.T, n int) *testFleet {
 	t.Helper()
 	f := &testFleet{}
 	for range n {
-		m := miniredis.RunT(t)
-		miniadmin.Install(m)
+		m := redshardtest.NewServer(t)
 		f.mini = append(f.mini, m)
 		f.addrs = append(f.addrs, m.Addr())
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/redshardtest"
 )
 
 // cluster is a set of miniredis shards and a redshard client over them.
@@ -17,22 +18,14 @@ type cluster struct {
 }
 
 // newCluster starts one miniredis per weight and a client over them,
-// closed at the end of the test.
+// closed at the end of the test (redshardtest.NewCluster).
 func newCluster(t testing.TB, weights ...float64) *cluster {
 	t.Helper()
-	cl := &cluster{mini: map[string]*miniredis.Miniredis{}}
-	for i, w := range weights {
-		m := miniredis.RunT(t)
-		name := fmt.Sprintf("shard-%d", i)
-		cl.mini[name] = m
-		cl.shards = append(cl.shards, redshard.Shard{Name: name, Addr: m.Addr(), Weight: w})
+	rc := redshardtest.NewCluster(t, nil, weights...)
+	cl := &cluster{c: rc.Client, mini: map[string]*miniredis.Miniredis{}, shards: rc.Shards}
+	for i, s := range rc.Shards {
+		cl.mini[s.Name] = rc.Servers[i].Miniredis
 	}
-	c, err := redshard.NewClient(&redshard.Options{Shards: cl.shards})
-	if err != nil {
-		t.Fatalf("NewClient: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	cl.c = c
 	return cl
 }
 

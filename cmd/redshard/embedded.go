@@ -5,16 +5,14 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/alicebob/miniredis/v2"
-
 	"github.com/redshard/redshard"
-	"github.com/redshard/redshard/internal/miniadmin"
+	"github.com/redshard/redshard/redshardtest"
 )
 
 // embedded is a set of in-process miniredis shards, shard-0, shard-1, ...,
 // for runs that need no server. Not safe for concurrent use.
 type embedded struct {
-	servers []*miniredis.Miniredis
+	servers []*redshardtest.Server // with CLIENT LIST and KILL, which a fleet's driver uses
 	shards  []redshard.Shard
 	base    int // shards started by startEmbedded; later ones were added
 	down    map[int]bool
@@ -47,11 +45,10 @@ func startEmbedded(weights []float64) (*embedded, error) {
 }
 
 func (e *embedded) start(weight float64) (redshard.Shard, error) {
-	m := miniredis.NewMiniRedis()
-	if err := m.Start(); err != nil {
+	m, err := redshardtest.StartServer()
+	if err != nil {
 		return redshard.Shard{}, fmt.Errorf("starting an embedded shard: %w", err)
 	}
-	miniadmin.Install(m) // CLIENT LIST and KILL, which a fleet's driver uses
 	s := redshard.Shard{Name: "shard-" + strconv.Itoa(len(e.servers)), Addr: m.Addr(), Weight: weight}
 	e.servers = append(e.servers, m)
 	e.shards = append(e.shards, s)

@@ -14,21 +14,20 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/redshard/redshard"
-	"github.com/redshard/redshard/internal/miniadmin"
+	"github.com/redshard/redshard/redshardtest"
 )
 
 // miniFleet is a set of miniredis shards started by a test.
 type miniFleet struct {
-	mini   map[string]*miniredis.Miniredis
+	mini   map[string]*redshardtest.Server
 	shards []redshard.Shard
 }
 
 func startMiniFleet(t *testing.T, names ...string) *miniFleet {
 	t.Helper()
-	f := &miniFleet{mini: map[string]*miniredis.Miniredis{}}
+	f := &miniFleet{mini: map[string]*redshardtest.Server{}}
 	for _, n := range names {
-		m := miniredis.RunT(t)
-		miniadmin.Install(m)
+		m := redshardtest.NewServer(t)
 		f.mini[n] = m
 		f.shards = append(f.shards, redshard.Shard{Name: n, Addr: m.Addr(), Weight: 1})
 	}

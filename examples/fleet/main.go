@@ -33,12 +33,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard"
 	"github.com/redshard/redshard/fleet"
-	"github.com/redshard/redshard/internal/miniadmin"
+	"github.com/redshard/redshard/redshardtest"
 	"github.com/redshard/redshard/registry"
 )
 
@@ -81,18 +80,18 @@ func demo(ctx context.Context, out io.Writer, o demoOptions) (*totals, error) {
 	if o.Load == 0 {
 		o.Load = time.Second
 	}
-	var servers []*miniredis.Miniredis
+	var servers []*redshardtest.Server
 	defer func() {
 		for _, m := range servers {
 			m.Close()
 		}
 	}()
 	start := func() (string, error) {
-		m, err := miniredis.Run()
+		// miniredis, with CLIENT LIST and KILL, which the fleet's driver uses
+		m, err := redshardtest.StartServer()
 		if err != nil {
 			return "", err
 		}
-		miniadmin.Install(m) // CLIENT LIST and KILL, which the fleet's driver uses
 		servers = append(servers, m)
 		return m.Addr(), nil
 	}

@@ -3,20 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
 	"github.com/redshard/redshard"
 	"github.com/redshard/redshard/fleet"
-	"github.com/redshard/redshard/internal/miniadmin"
-	"github.com/redshard/redshard/registry"
+	"github.com/redshard/redshard/redshardtest"
 )
 
 func TestMain(m *testing.M) {
@@ -48,27 +44,17 @@ func TestDemo(t *testing.T) {
 // and refuses to start on keys that are not its own.
 func TestFollowKeepsOtherKeys(t *testing.T) {
 	ctx := context.Background()
-	regServer := miniredis.RunT(t)
-	var shards []map[string]any
-	var servers []*miniredis.Miniredis
-	for _, name := range []string{"a", "b"} {
-		m := miniredis.RunT(t)
-		miniadmin.Install(m)
-		servers = append(servers, m)
-		shards = append(shards, map[string]any{"name": name, "addr": m.Addr()})
-		if err := m.Set("app:"+name, "not the demo's"); err != nil {
+	f := redshardtest.NewFleet(t, &redshardtest.FleetOptions{Weights: []float64{1, 1}})
+	servers := f.Servers
+	for i, name := range []string{"a", "b"} {
+		if err := servers[i].Set("app:"+name, "not the demo's"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	doc, _ := json.Marshal(map[string]any{"shards": shards})
-	rdb := redis.NewClient(&redis.Options{Addr: regServer.Addr()})
-	defer rdb.Close()
-	reg := registry.NewRedis(rdb, "redshard:registry:test")
-	defer reg.Close()
-	if _, err := fleet.Apply(ctx, reg, doc, fleet.ApplyOptions{}); err != nil {
+	if _, err := f.Apply(ctx, redshardtest.Doc(f.Shards...), fleet.ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	url := "redis://" + regServer.Addr() + "/redshard:registry:test"
+	url := "redis://" + f.RegistryServer.Addr() + "/" + redshardtest.RegistryName
 
 	var out bytes.Buffer
 	tot, err := follow(ctx, &out, followOptions{URL: url, ID: "web-1", Workers: 2, Keys: 100, Duration: 300 * time.Millisecond})
