@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,10 +17,12 @@ import (
 
 // loadWaitUntil blocks until cond holds. It is for states that send no
 // event, such as a goroutine parked inside GetOrLoad: the order of events
-// comes from cond, never from time.
+// comes from cond, never from time. It polls with a short sleep rather
+// than spinning, so that on a loaded machine it leaves the cores to the
+// goroutines it waits for.
 func loadWaitUntil(cond func() bool) {
 	for !cond() {
-		runtime.Gosched()
+		time.Sleep(50 * time.Microsecond)
 	}
 }
 
@@ -168,9 +169,12 @@ func TestGetOrLoadLeaseAcrossClients(t *testing.T) {
 		key   = "celebrity"
 	)
 	cl := newCluster(t, 1, 1, 1)
-	// Wait is long so that no waiter gives up: the test is about who loads,
-	// not about time.
-	opt := &redshard.LoadOptions{Lease: time.Minute, Wait: time.Minute, PollInterval: time.Millisecond}
+	// Lease and Wait are long so that no waiter gives up and no lease runs
+	// out, however slow the machine: the test is about who loads, not
+	// about time. (With a one-minute Wait, a loaded machine made waiters
+	// give up and miss again before the last goroutines had started, so
+	// Misses passed per and the wait below never ended.)
+	opt := &redshard.LoadOptions{Lease: time.Hour, Wait: time.Hour, PollInterval: time.Millisecond}
 	clients := make([]*redshard.Client, procs)
 	for i := range clients {
 		clients[i] = loadClient(t, cl, opt)
