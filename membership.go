@@ -3,6 +3,7 @@ package redshard
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -371,29 +372,86 @@ func (c *client) moveOne(ctx context.Context, h *handoff, from, to *shard, key s
 			return nil, nil // the change is over: the key is on its owner
 		}
 		defer h.leaveMove()
-		mctx, cancel := c.moveContext(mctx)
-		defer cancel()
-		if from.down.Load() {
-			return nil, c.settleWithoutPrevious(mctx, h, from, to, key)
-		}
-		res, err := keymove.Move(mctx, from.client, []string{key}, h.settled, internalIndex, func(string) *redis.Client { return to.client })
-		if err == nil {
-			err = res[0].Err
-		}
-		if err != nil {
-			c.stats.handoffErrors.Add(1)
-			if from.down.Load() { // marked down meanwhile
-				return nil, c.settleWithoutPrevious(mctx, h, from, to, key)
+		for attempt := 1; ; attempt++ {
+			start := c.leaseExpiry()
+			err := c.moveOneBounded(mctx, h, from, to, key)
+			// A move cut at the process's lease (moveContext) is tried
+			// again, as the caller would, once a heartbeat has renewed the
+			// lease past where it was cut: on a loaded machine the lease's
+			// remaining time can be short when the move starts. Each try
+			// is bounded by the lease as it then stands, so no step is
+			// sent past the moment the process would fence itself; a
+			// process that is not renewed is not retried.
+			if err == nil || attempt == maxLeaseCutRetries || mctx.Err() != nil ||
+				!errors.Is(err, context.DeadlineExceeded) || !c.awaitRenewal(mctx, start) {
+				return nil, err
 			}
-			return nil, fmt.Errorf("redshard: moving key %q from its previous owner %s to %s: %w", key, from.Shard, to.Shard, err)
 		}
-		if res[0].Moved {
-			c.stats.handoffMoved.Add(1)
-		}
-		h.markDone(key)
-		return nil, nil
 	})
 	return err
+}
+
+// maxLeaseCutRetries bounds the tries of one handoff move cut at the
+// lease (moveOne).
+const maxLeaseCutRetries = 3
+
+// leaseExpiry is when the process's lease runs out (lease.Expiry), 0
+// outside a fleet.
+func (c *client) leaseExpiry() int64 {
+	if c.fleet == nil {
+		return 0
+	}
+	return c.fleet.lease.Expiry()
+}
+
+// awaitRenewal waits until a heartbeat renews the process's lease past
+// the expiry was (leaseExpiry), and reports whether it did: false outside
+// a fleet, once the lease has run out (the process fences itself), or
+// when ctx ends.
+func (c *client) awaitRenewal(ctx context.Context, was int64) bool {
+	if c.fleet == nil {
+		return false
+	}
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		switch {
+		case !c.fleet.lease.Fresh():
+			return false
+		case c.fleet.lease.Expiry() > was:
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+// moveOneBounded is one try of moveOne's move, bounded by the lease.
+func (c *client) moveOneBounded(ctx context.Context, h *handoff, from, to *shard, key string) error {
+	mctx, cancel := c.moveContext(ctx)
+	defer cancel()
+	if from.down.Load() {
+		return c.settleWithoutPrevious(mctx, h, from, to, key)
+	}
+	res, err := keymove.Move(mctx, from.client, []string{key}, h.settled, internalIndex, func(string) *redis.Client { return to.client })
+	if err == nil {
+		err = res[0].Err
+	}
+	if err != nil {
+		c.stats.handoffErrors.Add(1)
+		if from.down.Load() { // marked down meanwhile
+			return c.settleWithoutPrevious(mctx, h, from, to, key)
+		}
+		return fmt.Errorf("redshard: moving key %q from its previous owner %s to %s: %w", key, from.Shard, to.Shard, err)
+	}
+	if res[0].Moved {
+		c.stats.handoffMoved.Add(1)
+	}
+	h.markDone(key)
+	return nil
 }
 
 // settleWithoutPrevious handles a key whose previous owner is down: with

@@ -61,6 +61,16 @@ func (l *Lease) FreshAt(now int64) bool {
 	return r != 0 && now-r <= l.valid
 }
 
+// Expiry is the reading of Now at which the lease stops being fresh, 0
+// before the first renewal. It moves only forward, with each renewal.
+func (l *Lease) Expiry() int64 {
+	r := l.renewed.Load()
+	if r == 0 {
+		return 0
+	}
+	return r + l.valid
+}
+
 // Remaining is how long the lease stays fresh from now; 0 once expired.
 func (l *Lease) Remaining() time.Duration {
 	r := l.renewed.Load()
