@@ -36,6 +36,34 @@ func holdSettle(c *redshard.Client, shard, key string) *gate {
 	return g
 }
 
+// startHeld starts c's GET of key, whose move's settle g holds, and
+// returns once the settle has arrived at g; the GET's result is sent on
+// got when it ends. A GET refused unsent (fenced, or its move cut at the
+// lease on a loaded machine) before it reached the settle is started
+// again, since the test is about the held settle; a GET that ends
+// otherwise without reaching it fails the test instead of leaving the
+// caller waiting for an arrival that will not come.
+func startHeld(t *testing.T, g *gate, c *redshard.Client, key string, got chan<- error) {
+	t.Helper()
+	for {
+		done := make(chan error, 1)
+		go func() { done <- c.Get(ctx, key).Err() }()
+		select {
+		case <-g.arrived:
+			go func() { got <- <-done }()
+			return
+		case err := <-done:
+			if refusedUnderLoad(err) {
+				t.Logf("GET %s refused before its settle was held (%v): again", key, err)
+				continue
+			}
+			t.Errorf("GET %s ended before its settle was held: %v", key, err)
+			got <- err
+			return
+		}
+	}
+}
+
 func isLate(late []registry.Member, id string) bool {
 	for _, m := range late {
 		if m.ID == id {
@@ -76,8 +104,7 @@ func TestFleetCommitWaitsForMoves(t *testing.T) {
 	rep, err := f.applyWith(ctx, f.doc(2), func(p fleet.ApplyProgress) {
 		switch {
 		case p.Rebalancing: // every process is in Migrate; keys have not moved yet
-			go func() { got <- a.Get(ctx, k).Err() }()
-			<-g.arrived // a has taken the key; its settle waits
+			startHeld(t, g, a, k, got) // a has taken the key; its settle waits
 		case p.Config.Phase == registry.Commit:
 			if !deleted {
 				deleted = true
@@ -144,8 +171,7 @@ func TestFleetFencedMoveAfterStable(t *testing.T) {
 	rep, err := f.applyWith(ctx, f.doc(2), func(p fleet.ApplyProgress) {
 		switch {
 		case p.Rebalancing:
-			go func() { got <- a.Get(ctx, k).Err() }()
-			<-g.arrived
+			startHeld(t, g, a, k, got)
 			cut.setCut(true)
 		case p.Config.Phase == registry.Commit && !deleted:
 			deleted = true
@@ -436,8 +462,7 @@ func TestFleetSkipCommit(t *testing.T) {
 	rep, err := f.applyWith(ctx, f.doc(3), func(p fleet.ApplyProgress) {
 		switch {
 		case p.Rebalancing:
-			go func() { got <- s.Get(ctx, moving).Err() }()
-			<-g.arrived
+			startHeld(t, g, s, moving, got)
 			l.setReader("s", nil)
 			cut.setCut(true)
 			j := f.client(t, f.open(t), "join-migrate")
