@@ -125,6 +125,25 @@ func BenchmarkClientOverhead(b *testing.B) {
 					cl.c.Set(ctx, "bench:key", "value", 0)
 				}
 			})
+			// The same GET and SET from GOMAXPROCS goroutines at once:
+			// what routing costs when every core sends commands (shared
+			// counters, shared cache lines).
+			b.Run(backend+"/GET-parallel/"+cl.name, func(b *testing.B) {
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						cl.c.Get(ctx, "bench:key")
+					}
+				})
+			})
+			b.Run(backend+"/SET-parallel/"+cl.name, func(b *testing.B) {
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						cl.c.Set(ctx, "bench:key", "value", 0)
+					}
+				})
+			})
 			// direct: one MGET of the 10 keys on one shard; redshard: the
 			// same MGET split over the 4 shards that own them.
 			b.Run(backend+"/MGET10/"+cl.name, func(b *testing.B) {
