@@ -1000,27 +1000,3 @@ func (c *client) FleetStatus() (st FleetStatus, ok bool) {
 	f.mu.Unlock()
 	return st, true
 }
-
-// routeOne routes cmd, again whenever it was held in Prepare and released.
-func (c *client) routeOne(ctx context.Context, cmd redis.Cmder) error {
-	for {
-		err := c.process(ctx, cmd)
-		if err != errReroute {
-			return err
-		}
-		cmd.SetErr(nil)
-	}
-}
-
-// routeMany is routeOne for a pipeline or a transaction.
-func (c *client) routeMany(ctx context.Context, cmds []redis.Cmder) error {
-	for {
-		err := c.processPipeline(ctx, cmds)
-		if err != errReroute {
-			return err
-		}
-		for _, cmd := range cmds {
-			cmd.SetErr(nil)
-		}
-	}
-}

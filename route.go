@@ -43,6 +43,33 @@ type route struct {
 	finish func()
 }
 
+// routeOne is where a command enters routing, below the command hooks
+// (processCommand): it routes cmd, again whenever it was held in a fleet's
+// Prepare and released (errReroute). A command never held pays one
+// comparison for the loop.
+func (c *client) routeOne(ctx context.Context, cmd redis.Cmder) error {
+	for {
+		err := c.process(ctx, cmd)
+		if err != errReroute {
+			return err
+		}
+		cmd.SetErr(nil)
+	}
+}
+
+// routeMany is routeOne for a pipeline or a transaction.
+func (c *client) routeMany(ctx context.Context, cmds []redis.Cmder) error {
+	for {
+		err := c.processPipeline(ctx, cmds)
+		if err != errReroute {
+			return err
+		}
+		for _, cmd := range cmds {
+			cmd.SetErr(nil)
+		}
+	}
+}
+
 // process routes one command. go-redis stores the returned error on cmd.
 //
 // It only counts the command in flight around route: with its few returns
