@@ -78,6 +78,20 @@ func ringOver(b *testing.B, c *redshard.Client, stub bool) *redis.Ring {
 	return r
 }
 
+// cpuPerOp starts measuring the process's CPU time; the returned func, called
+// once the benchmark's loop is done, reports it per operation as cpu-ns/op
+// (every thread's, so the runtime's and the parallel goroutines' too). On a
+// machine that other work keeps busy, ns/op also counts the time the
+// benchmark waited for a core; cpu-ns/op does not.
+func cpuPerOp(b *testing.B) func() {
+	start, ok := processCPU()
+	return func() {
+		if end, ok2 := processCPU(); ok && ok2 && b.N > 0 {
+			b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
+		}
+	}
+}
+
 // BenchmarkClientOverhead compares each command through redshard with the
 // same command on the owning shard's go-redis client. "stub" shards answer
 // without I/O, so redshard minus direct is exactly the routing cost;
@@ -115,12 +129,14 @@ func BenchmarkClientOverhead(b *testing.B) {
 			cl.c.Set(ctx, "bench:key", "value", 0) // Ring places keys elsewhere
 			b.Run(backend+"/GET/"+cl.name, func(b *testing.B) {
 				b.ReportAllocs()
+				defer cpuPerOp(b)()
 				for b.Loop() {
 					cl.c.Get(ctx, "bench:key")
 				}
 			})
 			b.Run(backend+"/SET/"+cl.name, func(b *testing.B) {
 				b.ReportAllocs()
+				defer cpuPerOp(b)()
 				for b.Loop() {
 					cl.c.Set(ctx, "bench:key", "value", 0)
 				}
@@ -130,6 +146,7 @@ func BenchmarkClientOverhead(b *testing.B) {
 			// counters, shared cache lines).
 			b.Run(backend+"/GET-parallel/"+cl.name, func(b *testing.B) {
 				b.ReportAllocs()
+				defer cpuPerOp(b)()
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
 						cl.c.Get(ctx, "bench:key")
@@ -138,6 +155,7 @@ func BenchmarkClientOverhead(b *testing.B) {
 			})
 			b.Run(backend+"/SET-parallel/"+cl.name, func(b *testing.B) {
 				b.ReportAllocs()
+				defer cpuPerOp(b)()
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
 						cl.c.Set(ctx, "bench:key", "value", 0)
