@@ -263,6 +263,9 @@ func (h *Path) Process(ctx context.Context, top Topology, info command.Info, cmd
 	for _, k := range keys[1:] {
 		h.det.Observe(command.Arg(args[k]))
 	}
+	if !hot && len(keys) == 1 && h.cache != nil && cacheable[info.Name] {
+		hot = h.admits(ctx, s, key) // read often enough to cache, if not hot
+	}
 	if len(keys) != 1 || !hot {
 		err := s.Send(ctx, cmd, blocking)
 		h.Served(info, args, keys, err)
