@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/internal/redistest"
 )
 
 // infoField returns a numeric field of INFO section on the server admin
@@ -194,5 +195,39 @@ func TestHotAdmittedCacheWithinCacheBytes(t *testing.T) {
 	}
 	if st.CacheHits == 0 {
 		t.Fatal("no read was answered from the cache")
+	}
+}
+
+// TestHotAdmissionOffWithAutoPipeline: with AutoPipeline, keys that are not
+// hot are not cached (their misses would each leave the batches for a
+// round trip of their own): reads of a key read many times go to the
+// server, and the server tracks nothing for them.
+func TestHotAdmissionOffWithAutoPipeline(t *testing.T) {
+	s := redistest.Start(t)
+	c, err := redshard.NewClient(&redshard.Options{
+		Shards:       []redshard.Shard{{Name: "shard-0", Addr: s.Addr()}},
+		AutoPipeline: true,
+		HotKeys:      &redshard.HotKeyOptions{Mitigation: redshard.LocalCache, MaxStaleness: time.Hour},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	admin := s.Client(t)
+	ctx := context.Background()
+	gets := infoField(t, admin, "commandstats", "cmdstat_get")
+	for range 5 {
+		for i := range 20 {
+			c.Get(ctx, fmt.Sprint("ap:", i))
+		}
+	}
+	if got := infoField(t, admin, "commandstats", "cmdstat_get") - gets; got != 100 {
+		t.Fatalf("100 reads of 20 keys sent %d GETs; want all sent", got)
+	}
+	if h := c.Stats().Hot.CacheHits; h != 0 {
+		t.Fatalf("%d cache hits; want none", h)
+	}
+	if got := infoField(t, admin, "stats", "tracking_total_keys"); got != 0 {
+		t.Fatalf("tracking_total_keys = %d; want 0", got)
 	}
 }

@@ -165,10 +165,13 @@ var getSubKey = plainSubKeys["get"][replyval.KindString]
 // counts this read), and the shard's server tracks the keys it caches, so
 // that the reply lags another process's write only by its invalidation.
 // On a shard without tracking only hot keys are cached, as their reply
-// may lag such a write by MaxStaleness. A nil ctx never probes an
-// unprobed shard for tracking.
+// may lag such a write by MaxStaleness. With AutoPipeline too: its misses
+// would leave the batches for a round trip each on the tracking
+// connections, which cost 2.4 times the CPU per operation under Zipf 1.2
+// (docs/results.md). A nil ctx never probes an unprobed shard for
+// tracking.
 func (h *Path) admits(ctx context.Context, s Backend, key string) bool {
-	if !h.cache.Admit(key) {
+	if s.AutoPipelined() || !h.cache.Admit(key) {
 		return false
 	}
 	hs := s.HotState()

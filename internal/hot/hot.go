@@ -113,6 +113,9 @@ type Backend interface {
 	// HeartbeatClient returns the client of the shard's heartbeat
 	// connection, which no shard hook sees, or nil once it is closed.
 	HeartbeatClient() *redis.Client
+	// AutoPipelined reports whether Send sends the shard's commands
+	// through an AutoPipeliner (Options.AutoPipeline).
+	AutoPipelined() bool
 }
 
 const (
