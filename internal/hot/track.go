@@ -326,7 +326,10 @@ func (hs *Shard) takeConn() *trackedConn {
 			}
 			_ = tc.cn.Close()
 		default:
-			return &trackedConn{cn: hs.reader.Conn(), hooks: hs.hooks.Load()}
+			// The generation first: a hook added while the Conn is made
+			// must not be taken for one it copied.
+			g := hs.hooks.Load()
+			return &trackedConn{cn: hs.reader.Conn(), hooks: g}
 		}
 	}
 }
