@@ -93,7 +93,10 @@ const SplitCopyPrefix = "redshard:copy:"
 // hotkey); a key whose rate and share of this client's traffic pass the
 // detector's thresholds is hot. Reads of a hot key are then taken off its
 // shard as Mitigation says; other keys and writes go to their shard as
-// without HotKeyOptions.
+// without HotKeyOptions. With LocalCache, on a shard whose server tracks
+// and without Options.AutoPipeline, a single-key read of a key that is not
+// hot is cached too once the cache's frequency sketch has seen the key
+// read before (localcache.Cache.Admit; see docs/hot-reads.md).
 //
 // The read-only commands served from the local cache are GET, GETRANGE,
 // SUBSTR, STRLEN, GETBIT, BITCOUNT, HGET, HMGET, HGETALL, HEXISTS, HLEN,
@@ -244,6 +247,7 @@ func (b *hotBackend) Send(ctx context.Context, cmd redis.Cmder, blocking bool) e
 }
 
 func (b *hotBackend) HeartbeatClient() *redis.Client { return (*backend)(b).heartbeatClient() }
+func (b *hotBackend) AutoPipelined() bool            { return b.ap != nil }
 
 // Dial makes the tracked reads' client (connReader) or the invalidation
 // subscriber's (connTracking) of the shard.

@@ -21,6 +21,7 @@ import (
 type Cache struct {
 	rc    *ristretto.Cache[uint64, *entry]
 	gens  *generations
+	admit *sketch // Admit's frequencies
 	stats counters
 	guard guard
 
@@ -62,6 +63,7 @@ func New(cfg *Config) (*Cache, error) {
 	}
 	c := &Cache{
 		gens:     newGenerations(conf.KeyStripes),
+		admit:    newSketch(conf.NumCounters),
 		maxBytes: conf.MaxBytes,
 		now:      conf.Now,
 	}

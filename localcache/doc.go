@@ -27,7 +27,8 @@
 // Get returns it only if they are unchanged. So an
 // invalidation hides every reply of the key at once, whatever ristretto
 // still has buffered, in one atomic add and with no per-key index: the
-// cache's own memory is fixed (KeyStripes×16 bytes + about 12 KiB),
+// cache's own memory is fixed (KeyStripes×16 bytes + about 12 KiB, and
+// Admit's sketch, at most 2×NumCounters bytes),
 // whatever the number of keys. Hidden entries keep their budget until their TTL,
 // eviction, or an overwrite by a fresh reply for the same (shard, key,
 // sub-key), which ristretto applies at once. A key stripe shared by two keys
@@ -84,6 +85,17 @@
 //     until the next admission.
 //   - Values are shared, not copied: do not modify a value after Set or a
 //     value returned by Get.
+//
+// # Admission
+//
+// Admit is for a caller that must decide, before it reads a key, whether
+// to read it through the cache (a tracked read that fills it) or past it:
+// a TinyLFU-style count-min sketch of 4-bit counters, halved every
+// NumCounters calls, admits a key from its second read within about that
+// many reads. So a skewed workload's tail, keys read once, is never
+// cached nor tracked, while every key read again soon is; ristretto's own
+// admission still decides, once the cache is full, which entry a fill
+// displaces, and MaxBytes bounds the whole.
 //
 // # The front index
 //

@@ -12,3 +12,13 @@ func (c *Cache) FrontHolds(shard int, key, cmd string) bool {
 	e := c.front.slot(refHash(xxhash.Sum64String(key), shard, cmd)).Load()
 	return e != nil && e.shard == shard && e.key == key && e.cmd == cmd
 }
+
+// Age halves the admission sketch's counters now, as Admit does once per
+// period.
+func (c *Cache) Age() {
+	c.admit.adds.Store(c.admit.period)
+	c.admit.age()
+}
+
+// Halvings returns how many times the admission sketch was halved.
+func (c *Cache) Halvings() uint64 { return c.admit.halved.Load() }

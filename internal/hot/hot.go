@@ -113,6 +113,9 @@ type Backend interface {
 	// HeartbeatClient returns the client of the shard's heartbeat
 	// connection, which no shard hook sees, or nil once it is closed.
 	HeartbeatClient() *redis.Client
+	// AutoPipelined reports whether Send sends the shard's commands
+	// through an AutoPipeliner (Options.AutoPipeline).
+	AutoPipelined() bool
 }
 
 const (
@@ -262,6 +265,9 @@ func (h *Path) Process(ctx context.Context, top Topology, info command.Info, cmd
 	hot := h.det.ObserveHot(key)
 	for _, k := range keys[1:] {
 		h.det.Observe(command.Arg(args[k]))
+	}
+	if !hot && len(keys) == 1 && h.cache != nil && cacheable[info.Name] {
+		hot = h.admits(ctx, s, key) // read often enough to cache, if not hot
 	}
 	if len(keys) != 1 || !hot {
 		err := s.Send(ctx, cmd, blocking)

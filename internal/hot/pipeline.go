@@ -79,11 +79,11 @@ func (p *Pipe) Answer(info command.Info, cmd redis.Cmder, keys []int, lookupErr 
 		return false
 	}
 	key := command.Arg(args[keys[0]])
-	if _, ok := p.written[key]; ok || !p.h.det.IsHot(key) {
+	if _, ok := p.written[key]; ok {
 		return false
 	}
 	s := p.top.Shard(p.top.Owner(key))
-	if s.Down() {
+	if s.Down() || !p.h.det.IsHot(key) && !p.h.admits(nil, s, key) {
 		return false // the down shard's error, or its stand-in, as for a single read
 	}
 	p.h.det.ObserveHot(key) // routing counts only the commands it routes

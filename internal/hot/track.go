@@ -48,8 +48,9 @@ const (
 // its cached replies fresh. It is safe for concurrent use.
 //
 // Tracking uses two clients of the shard's own: reader sends the tracked
-// reads, as one pipeline each (CLIENT TRACKING ON REDIRECT <id> OPTIN,
-// CLIENT CACHING YES, the read), and sub holds the PubSub connection that
+// reads, as one pipeline each (CLIENT CACHING YES, the read, after CLIENT
+// TRACKING ON REDIRECT <id> OPTIN on a connection not yet pointed at the
+// live id; see trackedRead), and sub holds the PubSub connection that
 // receives the invalidations. Its OnConnect records the connection's ID
 // (pending); the ID becomes live, and is used in reads, once that
 // connection's SUBSCRIBE is confirmed. Whenever the connection is lost or
@@ -84,7 +85,27 @@ type Shard struct {
 
 	idsMu sync.Mutex         // guards ids
 	ids   map[int64]struct{} // CLIENT IDs of the reader's connections, as they connected
+
+	idle  chan *trackedConn // reader connections between tracked reads; set once with tracking
+	hooks atomic.Uint64     // bumped by AddHook: older idle connections lack the hook
+	shut  atomic.Bool       // set by Close: idle connections are closed, not kept
 }
+
+// trackedConn is a connection of the reader held out of its pool, so that
+// the hot path knows what it told the server on it: redirect is the
+// invalidation connection its tracking points to (0: not known), and a
+// tracked read sends CLIENT TRACKING ON only when that is not the live one.
+type trackedConn struct {
+	cn       *redis.Conn
+	redirect int64
+	hooks    uint64 // Shard.hooks when made
+}
+
+// idleTracked is how many reader connections a shard keeps between tracked
+// reads, at most: more are taken from the reader's pool, and given back
+// after their read, under a burst. It is also at most half the pool, so
+// that a read waiting for the pool is not starved by connections kept here.
+const idleTracked = 64
 
 // NewShard builds the hot-key state of backend b; closed says b is closed
 // already, and the state must never open a connection. Only the root's
@@ -126,6 +147,7 @@ func (hs *Shard) tracking(ctx context.Context) InvalidationState {
 	err := hs.reader.Do(ctx, "client", "tracking", "off").Err()
 	switch {
 	case err == nil:
+		hs.idle = make(chan *trackedConn, max(1, min(idleTracked, hs.reader.Options().PoolSize/2)))
 		hs.sub = hs.newClient(true)
 		hs.done = make(chan struct{})
 		hs.watched = make(chan struct{})
@@ -253,21 +275,76 @@ func (hs *Shard) AddHook(newHook func() redis.Hook) {
 	defer hs.mu.Unlock()
 	if hs.reader != nil {
 		hs.reader.AddHook(newHook())
+		hs.hooks.Add(1) // a redis.Conn copies its client's hooks when made
 	}
 }
 
 // trackedRead sends cmd on the reader as a tracked read redirected to id,
 // and reports whether the server accepted the tracking.
+//
+// It is two commands on the wire, CLIENT CACHING YES and the read, in one
+// round trip, on a connection whose tracking already points to id; on one
+// that does not (new, or made before the invalidation connection was
+// replaced) CLIENT TRACKING ON REDIRECT <id> OPTIN goes first.
 func (hs *Shard) trackedRead(ctx context.Context, id int64, cmd redis.Cmder) bool {
+	tc := hs.takeConn()
 	var on, caching *redis.Cmd
-	_, _ = hs.reader.Pipelined(ctx, func(p redis.Pipeliner) error {
-		// Sent every time: it re-points a connection whose redirect
-		// connection was replaced. CACHING YES must come right before the read.
-		on = p.Do(ctx, "client", "tracking", "on", "redirect", id, "optin")
+	_, _ = tc.cn.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if tc.redirect != id {
+			on = p.Do(ctx, "client", "tracking", "on", "redirect", id, "optin")
+		}
+		// CACHING YES must come right before the read.
 		caching = p.Do(ctx, "client", "caching", "yes")
 		return p.Process(ctx, cmd)
 	})
-	return on.Err() == nil && caching.Err() == nil
+	ok := (on == nil || on.Err() == nil) && caching.Err() == nil
+	if on != nil {
+		tc.redirect = 0
+		if on.Err() == nil {
+			tc.redirect = id
+		}
+	}
+	// A failure that is not the server's reply (a network error, a
+	// context ended mid-read) leaves the connection in doubt: close it.
+	bad := false
+	for _, err := range []error{caching.Err(), cmd.Err()} {
+		if err != nil && err != redis.Nil && !rediserr.Is(err) {
+			bad = true
+		}
+	}
+	hs.putConn(tc, bad)
+	return ok
+}
+
+// takeConn returns an idle reader connection, or a new one.
+func (hs *Shard) takeConn() *trackedConn {
+	for {
+		select {
+		case tc := <-hs.idle:
+			if tc.hooks == hs.hooks.Load() {
+				return tc
+			}
+			_ = tc.cn.Close()
+		default:
+			// The generation first: a hook added while the Conn is made
+			// must not be taken for one it copied.
+			g := hs.hooks.Load()
+			return &trackedConn{cn: hs.reader.Conn(), hooks: g}
+		}
+	}
+}
+
+// putConn keeps tc for the next tracked read, or closes it (back to the
+// reader's pool, or, if bad, out of it).
+func (hs *Shard) putConn(tc *trackedConn, bad bool) {
+	if !bad && !hs.shut.Load() && tc.hooks == hs.hooks.Load() {
+		select {
+		case hs.idle <- tc:
+			return
+		default:
+		}
+	}
+	_ = tc.cn.Close()
 }
 
 // connected is the subscriber's OnConnect: id is the new connection's
@@ -390,9 +467,10 @@ func (hs *Shard) invalidated(key string) {
 // Close stops the subscriber goroutine and closes the shard's tracking
 // clients. Its owner, the backend, calls it once.
 func (hs *Shard) Close() {
+	hs.shut.Store(true)
 	hs.mu.Lock()
 	hs.closed = true
-	ps, done, reader, sub := hs.ps, hs.done, hs.reader, hs.sub
+	ps, done, reader, sub, idle := hs.ps, hs.done, hs.reader, hs.sub, hs.idle
 	stop, watched := hs.stop, hs.watched
 	hs.mu.Unlock()
 	if stop != nil {
@@ -404,6 +482,14 @@ func (hs *Shard) Close() {
 	}
 	if done != nil {
 		<-done
+	}
+	for drained := false; !drained; {
+		select {
+		case tc := <-idle:
+			_ = tc.cn.Close()
+		default:
+			drained = true
+		}
 	}
 	if reader != nil {
 		_ = reader.Close()
