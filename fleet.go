@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/redshard/redshard/internal/parallel"
 	"os"
 	"slices"
 	"sync"
@@ -793,7 +794,7 @@ func (c *client) dropSettled(ctx context.Context, h *handoff, shards []*shard) {
 	h.closeMoves()
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handoffTimeout)
 	defer cancel()
-	parallel(len(shards), func(i int) {
+	parallel.Run(len(shards), func(i int) {
 		_, _ = shards[i].client.Pipelined(dctx, func(p redis.Pipeliner) error {
 			p.Del(dctx, h.settled)
 			p.SRem(dctx, internalIndex, h.settled)

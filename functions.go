@@ -3,6 +3,7 @@ package redshard
 import (
 	"context"
 	"fmt"
+	"github.com/redshard/redshard/internal/parallel"
 	"slices"
 	"strings"
 
@@ -118,7 +119,7 @@ func giveFunctions(ctx context.Context, sources, joining []libServer) error {
 	}
 	all := make([]libraries, len(sources))
 	errs := make([]error, len(sources))
-	parallel(len(sources), func(i int) { all[i], errs[i] = readLibraries(ctx, sources[i]) })
+	parallel.Run(len(sources), func(i int) { all[i], errs[i] = readLibraries(ctx, sources[i]) })
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("reading the function libraries of the current shards: %w", context.Cause(ctx))
 	}
@@ -153,7 +154,7 @@ func giveFunctions(ctx context.Context, sources, joining []libServer) error {
 		return fmt.Errorf("FUNCTION DUMP on shard %s: %w", sources[0].Shard, err)
 	}
 	errs = make([]error, len(joining))
-	parallel(len(joining), func(i int) { errs[i] = giveLibraries(ctx, joining[i], libs[0], dump, sources[0].Name) })
+	parallel.Run(len(joining), func(i int) { errs[i] = giveLibraries(ctx, joining[i], libs[0], dump, sources[0].Name) })
 	for _, err := range errs {
 		if err != nil {
 			return err

@@ -2,6 +2,7 @@ package redshard
 
 import (
 	"context"
+	"github.com/redshard/redshard/internal/parallel"
 	"math/rand/v2"
 	"slices"
 
@@ -173,7 +174,7 @@ func (t *topology) keysDuringChange(ctx context.Context, pattern string) ([]stri
 	for _, half := range [2]struct{ from, to int }{{0, len(from.shards)}, {len(from.shards), t.walkLen()}} {
 		replies := make([][]string, half.to-half.from)
 		errs := make([]error, len(replies))
-		parallel(len(replies), func(i int) {
+		parallel.Run(len(replies), func(i int) {
 			v := t.walkAt(half.from + i)
 			if v.s.down.Load() {
 				errs[i] = v.s.downError()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"github.com/redshard/redshard/internal/parallel"
 	"slices"
 	"sync"
 	"time"
@@ -124,7 +125,7 @@ func (c *client) Rebalance(ctx context.Context, opt RebalanceOptions) (Rebalance
 		defer func() {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handoffTimeout)
 			defer cancel()
-			parallel(len(top.shards), func(i int) {
+			parallel.Run(len(top.shards), func(i int) {
 				_, _ = top.shards[i].client.Pipelined(dctx, func(p redis.Pipeliner) error {
 					p.Del(dctx, settled)
 					p.SRem(dctx, internalIndex, settled)

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redshard/redshard/internal/parallel"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -175,7 +175,7 @@ func (c *client) routeOther(ctx context.Context, top *topology, cmd redis.Cmder,
 		}
 		return c.processDown(ctx, top, info, cmd, keys, rt.direct)
 	}
-	parallel(len(rt.subs), func(i int) {
+	parallel.Run(len(rt.subs), func(i int) {
 		s := rt.subs[i]
 		if b := top.shards[s.shard]; b.down.Load() {
 			s.cmd.SetErr(b.downError())
@@ -183,7 +183,7 @@ func (c *client) routeOther(ctx context.Context, top *topology, cmd redis.Cmder,
 			_ = b.send(ctx, s.cmd, blocking)
 		}
 	})
-	parallel(len(rt.after), func(i int) {
+	parallel.Run(len(rt.after), func(i int) {
 		s := rt.after[i]
 		_ = top.shards[s.shard].send(ctx, s.cmd, false)
 	})
@@ -293,7 +293,7 @@ func (c *client) flushDuringChange(ctx context.Context, top *topology, cmd redis
 	for i := range orphans {
 		orphans[i] = cmd.Clone()
 	}
-	parallel(len(rt.subs)+len(orphans), func(i int) {
+	parallel.Run(len(rt.subs)+len(orphans), func(i int) {
 		if i < len(rt.subs) {
 			s := rt.subs[i]
 			if b := top.shards[s.shard]; b.down.Load() {
@@ -483,13 +483,13 @@ func (c *client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 			used = append(used, i)
 		}
 	}
-	parallel(len(used), func(j int) {
+	parallel.Run(len(used), func(j int) {
 		i := used[j]
 		p := top.shards[i].client.Pipeline()
 		p.BatchProcess(ctx, perShard[i]...)
 		_, _ = p.Exec(ctx) // errors are on the commands
 	})
-	parallel(len(after), func(i int) {
+	parallel.Run(len(after), func(i int) {
 		s := after[i]
 		_ = top.shards[s.shard].client.Process(ctx, s.cmd)
 	})
@@ -743,22 +743,6 @@ func classErr(info command.Info, args []interface{}) error {
 // isTx reports whether go-redis wrapped cmds in MULTI ... EXEC (TxPipeline).
 func isTx(cmds []redis.Cmder) bool {
 	return len(cmds) >= 2 && cmds[0].Name() == "multi" && cmds[len(cmds)-1].Name() == "exec"
-}
-
-// parallel runs fn(0..n-1), n-1 of them on new goroutines, and waits.
-func parallel(n int, fn func(i int)) {
-	if n == 1 {
-		fn(0)
-		return
-	}
-	var wg sync.WaitGroup
-	for i := 1; i < n; i++ {
-		wg.Go(func() { fn(i) })
-	}
-	if n > 0 {
-		fn(0)
-	}
-	wg.Wait()
 }
 
 func setCmdsErr(cmds []redis.Cmder, err error) {

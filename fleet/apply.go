@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/redshard/redshard/internal/parallel"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -390,7 +390,7 @@ func (d *driver) writeBeacons(ctx context.Context, cfg registry.Config) (time.Ti
 	own := fleetseam.Client(d.client)
 	start := time.Now()
 	errs := make([]error, len(shards))
-	parallel(len(shards), func(i int) {
+	parallel.Run(len(shards), func(i int) {
 		cl := own.Dial(shards[i])
 		defer cl.Close()
 		cmd := redis.NewStatusCmd(ctx, "set", beacons.Key, data)
@@ -459,16 +459,4 @@ func indexInternal(ctx context.Context, cl *redis.Client, cmd redis.Cmder, key s
 		return nil
 	})
 	return cmd.Err()
-}
-
-// parallel runs fn(0..n-1), n-1 of them on new goroutines, and waits.
-func parallel(n int, fn func(i int)) {
-	var wg sync.WaitGroup
-	for i := 1; i < n; i++ {
-		wg.Go(func() { fn(i) })
-	}
-	if n > 0 {
-		fn(0)
-	}
-	wg.Wait()
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/redshard/redshard/internal/parallel"
 	"strings"
 
 	"github.com/redshard/redshard"
@@ -47,7 +48,7 @@ func (d *driver) checkInitialPlacement(ctx context.Context, doc json.RawMessage)
 	}
 	found := make([]sample, len(shards))
 	errs := make([]error, len(shards))
-	parallel(len(shards), func(i int) {
+	parallel.Run(len(shards), func(i int) {
 		cl := d.docs.Dial(shards[i])
 		defer cl.Close()
 		me, f := shards[i].ID, &found[i]

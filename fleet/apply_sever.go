@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redshard/redshard/internal/parallel"
 	"strings"
 	"time"
 
@@ -74,7 +75,7 @@ func (d *driver) severOnce(ctx context.Context, prev registry.Config, shards []f
 	}
 	errs := make([]error, len(shards))
 	killed := make([]int, len(shards))
-	parallel(len(shards), func(i int) {
+	parallel.Run(len(shards), func(i int) {
 		cl := d.dialer().Dial(shards[i])
 		defer cl.Close()
 		killed[i], errs[i] = severOn(ctx, cl, keep)

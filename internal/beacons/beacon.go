@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
+	"github.com/redshard/redshard/internal/parallel"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -37,7 +37,7 @@ type Found[S any] struct {
 func Read[S fmt.Stringer](ctx context.Context, servers []S, dial func(S) *redis.Client) ([]Found[S], error) {
 	out := make([]*Found[S], len(servers))
 	errs := make([]error, len(servers))
-	parallel(len(servers), func(i int) {
+	parallel.Run(len(servers), func(i int) {
 		cl := dial(servers[i])
 		defer cl.Close()
 		data, err := cl.Get(ctx, Key).Bytes()
@@ -78,16 +78,4 @@ func Behind(cfg, applied registry.Config) bool {
 		return true
 	}
 	return cfg.Version() == applied.Version() && cfg.ID() != applied.ID()
-}
-
-// parallel runs fn(0..n-1), n-1 of them on new goroutines, and waits.
-func parallel(n int, fn func(i int)) {
-	var wg sync.WaitGroup
-	for i := 1; i < n; i++ {
-		wg.Go(func() { fn(i) })
-	}
-	if n > 0 {
-		fn(0)
-	}
-	wg.Wait()
 }

@@ -3,6 +3,7 @@ package hot
 import (
 	"context"
 	"errors"
+	"github.com/redshard/redshard/internal/parallel"
 	"slices"
 	"strings"
 
@@ -87,7 +88,7 @@ func (h *Path) mgetRest(ctx context.Context, top Topology, sc *redis.SliceCmd,
 		n++
 	}
 	gets := make([]*redis.StringCmd, len(misses))
-	parallel(n, func(i int) {
+	parallel.Run(n, func(i int) {
 		if i < len(misses) {
 			m := &hot[misses[i]]
 			gets[i] = redis.NewStringCmd(ctx, "get", m.key)

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -396,20 +395,3 @@ func (h *Path) copyName(key string) string {
 // mayWrite reports whether a command may change keys: everything not
 // marked read-only, so EVAL and FCALL count as writes (as the root's).
 func mayWrite(info command.Info) bool { return info.Flags&command.ReadOnly == 0 }
-
-// parallel runs fn(0..n-1), n-1 of them on new goroutines, and waits (as
-// the root's).
-func parallel(n int, fn func(i int)) {
-	if n == 1 {
-		fn(0)
-		return
-	}
-	var wg sync.WaitGroup
-	for i := 1; i < n; i++ {
-		wg.Go(func() { fn(i) })
-	}
-	if n > 0 {
-		fn(0)
-	}
-	wg.Wait()
-}

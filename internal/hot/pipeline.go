@@ -2,6 +2,7 @@ package hot
 
 import (
 	"context"
+	"github.com/redshard/redshard/internal/parallel"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -137,7 +138,7 @@ func (p *Pipe) Start(ctx context.Context) {
 
 // read answers misses, in parallel.
 func (p *Pipe) read(ctx context.Context, misses []pipeMiss) {
-	parallel(len(misses), func(i int) {
+	parallel.Run(len(misses), func(i int) {
 		m := misses[i]
 		_ = p.h.cachedRead(ctx, p.top, m.s, m.key, m.sub, m.cmd)
 	})

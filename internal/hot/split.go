@@ -2,6 +2,7 @@ package hot
 
 import (
 	"context"
+	"github.com/redshard/redshard/internal/parallel"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -331,7 +332,7 @@ func (r *splitRegistry) written(h *Path, key string) {
 
 	ctx, cancel := context.WithTimeout(h.env.Flights.Context(), hotFetchTimeout)
 	name := h.copyName(key)
-	parallel(len(dels), func(i int) {
+	parallel.Run(len(dels), func(i int) {
 		h.chargeState(dels[i].HotState(), 1)
 		_ = h.env.DeleteInternal(ctx, dels[i].Client(), name)
 	})
