@@ -379,7 +379,7 @@ func (c *client) processDown(ctx context.Context, top *topology, info command.In
 	}
 	c.stats.standInCommands.Add(1)
 	standIn := top.shards[j].client
-	if !mayWrite(info) {
+	if !info.MayWrite() {
 		err := standIn.Process(ctx, cmd)
 		if c.hot != nil {
 			c.hot.Served(info, cmd.Args(), keys, err)

@@ -168,7 +168,7 @@ func (c *client) routeOther(ctx context.Context, top *topology, cmd redis.Cmder,
 				return c.hot.Process(ctx, (*hotTopology)(top), info, cmd, keys, rt.direct) // EXISTS k, DEL k, ...
 			}
 			err := s.send(ctx, cmd, blocking)
-			if c.hot != nil && mayWrite(info) {
+			if c.hot != nil && info.MayWrite() {
 				c.hot.Written(info, cmd.Args(), keys)
 			}
 			return err
@@ -189,7 +189,7 @@ func (c *client) routeOther(ctx context.Context, top *topology, cmd redis.Cmder,
 	})
 	rt.finish()
 	if c.hot != nil {
-		if mayWrite(info) {
+		if info.MayWrite() {
 			c.hot.Written(info, cmd.Args(), keys)
 		} else if info.Class == command.Split {
 			c.hot.Observe(cmd.Args(), keys) // MGET, EXISTS: count toward detection
@@ -244,7 +244,7 @@ func (c *client) processSingle(ctx context.Context, top *topology, info command.
 		return err
 	}
 	err := s.client.Process(ctx, cmd)
-	if c.hot != nil && mayWrite(info) {
+	if c.hot != nil && info.MayWrite() {
 		c.hot.Written(info, cmd.Args(), nil)
 	}
 	return err
@@ -443,7 +443,7 @@ func (c *client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 				cmd.SetErr(err)
 				break
 			}
-			if !mayWrite(info) {
+			if !info.MayWrite() {
 				sends = append(sends, sub{shard: j, cmd: cmd})
 				break
 			}
@@ -582,7 +582,7 @@ func (c *client) noteWrite(writes []write, info command.Info, cmd redis.Cmder, k
 		return writes
 	}
 	args := cmd.Args()
-	if !mayWrite(info) {
+	if !info.MayWrite() {
 		c.hot.Observe(args, keys)
 		if len(keys) == 0 {
 			return writes
@@ -603,10 +603,6 @@ func (c *client) wrote(top *topology, writes []write) {
 		}
 	}
 }
-
-// mayWrite reports whether a command may change keys: everything not
-// marked read-only, so EVAL and FCALL count as writes.
-func mayWrite(info command.Info) bool { return info.Flags&command.ReadOnly == 0 }
 
 // processTx runs a transaction's commands as one MULTI/EXEC on the shard
 // that owns all of their keys, or fails every command with nothing sent.

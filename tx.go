@@ -151,7 +151,7 @@ func (g txGuard) written(cmd redis.Cmder) {
 	}
 	var buf [8]int
 	info, keys, err := command.Lookup(cmd.Args(), buf[:0])
-	if err == nil && mayWrite(info) && info.Class != command.NotSharded {
+	if err == nil && info.MayWrite() && info.Class != command.NotSharded {
 		g.c.hot.Written(info, cmd.Args(), keys)
 	}
 }

@@ -318,3 +318,7 @@ func lower(b []byte) {
 func displayName(name string) string {
 	return strings.ToUpper(strings.ReplaceAll(name, "|", " "))
 }
+
+// MayWrite reports whether the command may change keys: every command not
+// marked ReadOnly, so EVAL and FCALL count as writes.
+func (i Info) MayWrite() bool { return i.Flags&ReadOnly == 0 }

@@ -332,7 +332,7 @@ func (h *Path) Written(info command.Info, args []interface{}, keys []int) {
 // that write no key (PING, CONFIG SET, CLIENT SETNAME) do not.
 func writesUnnamedKeys(info command.Info) bool {
 	if info.Class == command.Keyed || info.Class == command.Unknown {
-		return mayWrite(info)
+		return info.MayWrite()
 	}
 	return info.Flags&command.Write != 0
 }
@@ -391,7 +391,3 @@ func isSplitCopy(key string) bool { return strings.HasPrefix(key, SplitCopyPrefi
 func (h *Path) copyName(key string) string {
 	return SplitCopyPrefix + h.instance + ":" + key
 }
-
-// mayWrite reports whether a command may change keys: everything not
-// marked read-only, so EVAL and FCALL count as writes (as the root's).
-func mayWrite(info command.Info) bool { return info.Flags&command.ReadOnly == 0 }

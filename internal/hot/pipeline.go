@@ -67,7 +67,7 @@ func (p *Pipe) Answer(info command.Info, cmd redis.Cmder, keys []int, lookupErr 
 		p.anyKey = true // on one shard it is sent as it is, and may write anything
 		return false
 	}
-	if mayWrite(info) {
+	if info.MayWrite() {
 		p.wrote(info, args, keys)
 		return false
 	}
