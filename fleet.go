@@ -54,9 +54,6 @@ import (
 // config caught up, end the fence.
 
 const (
-	// maxFleetCopies stands for the shard count when HotKeys.Copies is
-	// checked before the registry has named the shards.
-	maxFleetCopies = 64
 	// defaultFleetStart is FleetOptions.StartTimeout's default.
 	defaultFleetStart = 10 * time.Second
 	// beaconKey holds, on every server of a change, the registry config
@@ -966,20 +963,6 @@ func (fc *fence) beacon(ctx context.Context, s *shard) (beaconView, error) {
 		return beaconView{}, err
 	}
 	return v.(beaconView), nil
-}
-
-// FleetStatus is what a client following a registry reports of itself.
-type FleetStatus struct {
-	Member  registry.Member  // as the last heartbeat described it
-	Version registry.Version // the config version the client follows
-	Fenced  bool
-	// LastHeartbeat is when the last successful heartbeat was sent.
-	LastHeartbeat time.Time
-	// Err is the last error following the registry, nil once it
-	// succeeds again; except that once another live process took this
-	// process's member id (registry.ErrMemberIDInUse), Err says so for
-	// good, and the process stays fenced.
-	Err error
 }
 
 // FleetStatus reports how the client follows its registry; ok is false

@@ -13,64 +13,6 @@ import (
 	"github.com/redshard/redshard/internal/command"
 )
 
-// HealthOptions configures the per-shard heartbeat. The zero value is
-// usable; a nil Options.Health means the defaults below. Values too small
-// to mean anything (an Interval or Timeout under 10ms) are errors.
-type HealthOptions struct {
-	// Disable turns the heartbeat off: shards are never marked down and a
-	// dead shard's commands fail however go-redis fails them (dial errors,
-	// timeouts).
-	Disable bool
-
-	// Interval between heartbeats (a PING on a dedicated connection per
-	// shard). At least 10ms. Default 500ms. Pub/Sub probes with it and
-	// Timeout (at least 500ms and 1s there): a shard's subscriber
-	// connection that has received nothing for Interval sends a PING, and
-	// is replaced (the subscriber told) if nothing arrives within Timeout;
-	// with Disable, 3s and 3s.
-	Interval time.Duration
-
-	// Timeout of one heartbeat: a shard that does not answer within it has
-	// failed the heartbeat (a frozen host is detected by this, not by a
-	// pool timeout). At least 10ms. Default Interval.
-	Timeout time.Duration
-
-	// FailureThreshold is the number of consecutive failed heartbeats that
-	// mark a shard down. Default 2.
-	FailureThreshold int
-
-	// RecoveryThreshold is the number of consecutive good heartbeats that
-	// mark a down shard up again. Default 2.
-	RecoveryThreshold int
-
-	// Failover, for cache workloads, sends a down shard's commands to the
-	// next distinct shard on the ring that is up (a "gutter" as in
-	// Facebook's memcache) instead of failing them. Keys written there get
-	// their TTL capped to GutterTTL, and when the shard comes back the
-	// client deletes, before routing to it again, every key it wrote
-	// elsewhere during the outage, on both shards: the returning shard's
-	// old values are never served. Off by default: data that must not be
-	// lost or served stale should fail fast instead.
-	Failover bool
-
-	// GutterTTL caps the TTL of keys written to a stand-in shard. At least
-	// 1ms. Default 30s.
-	GutterTTL time.Duration
-
-	// OnShardStateChange, if set, is called (from the monitor's goroutine,
-	// one call at a time) when a shard is marked down or up.
-	OnShardStateChange func(ShardStateChange)
-}
-
-// ShardStateChange reports a shard marked down or up by the health monitor.
-type ShardStateChange struct {
-	Shard string
-	Addr  string
-	Down  bool
-	Err   error // the last heartbeat error when Down
-	At    time.Time
-}
-
 const maxOutageKeys = 1 << 20
 
 // outage records the keys written to stand-in shards while a shard is down.

@@ -19,55 +19,6 @@ import (
 // keys with this prefix for data.
 const LeaseKeyPrefix = "redshard:lease:"
 
-// Default LoadOptions values.
-const (
-	DefaultLoadLease        = 5 * time.Second
-	DefaultLoadPollInterval = 10 * time.Millisecond
-)
-
-// LoadOptions turns on fleet-wide stampede control for GetOrLoad: of all the
-// processes that miss a key at the same moment, one takes a lease on the
-// key's shard and loads, and the others wait for its value. With
-// Options.Load nil, GetOrLoad only coalesces the misses of one process, so a
-// fleet of N processes loads a missing key up to N times.
-type LoadOptions struct {
-	// Lease is how long a loader holds the lease, and the deadline of each
-	// load call. A loader that dies frees the key after Lease. At least 1ms
-	// (the lease is SET with PX). Default DefaultLoadLease (5s).
-	Lease time.Duration
-
-	// Wait is how long a process that lost the lease waits for the value to
-	// appear before it calls load itself; so if the lease holder dies, each
-	// waiting process loads once after Wait. Default Lease.
-	Wait time.Duration
-
-	// PollInterval is how often a waiting process reads the key again. A
-	// shorter interval returns sooner after the value appears but sends more
-	// GETs to the key's shard: 1/PollInterval per second for each waiting
-	// process (not per waiting goroutine: they share one poller). At least
-	// 1ms. Default DefaultLoadPollInterval (10ms).
-	PollInterval time.Duration
-}
-
-// LoadStats counts what GetOrLoad did since the client was created. The
-// counters are read one by one, so a snapshot taken while calls are running
-// may be off by the calls in progress.
-type LoadStats struct {
-	Hits      uint64 // calls answered by their first GET
-	Misses    uint64 // calls that missed and joined a load flight (their own or another's)
-	Coalesced uint64 // calls that got the result of another caller's flight (singleflight shares)
-	Canceled  uint64 // calls whose ctx ended while they waited for a flight
-
-	Loads         uint64 // calls of a load function
-	LeaseWins     uint64 // flights that took the lease
-	LeaseWaits    uint64 // flights that found the lease taken and waited
-	LeaseWaitHits uint64 // waits that saw the value appear
-	LeaseTimeouts uint64 // waits that ended after Wait and loaded anyway
-
-	Errors      uint64 // flights that failed: load error or panic, or a Redis error
-	StoreErrors uint64 // loaded values returned but not cached because the SET failed
-}
-
 // loader is the GetOrLoad state of a Client. Its zero value is ready to use;
 // the group and the counters are safe for concurrent use.
 type loader struct {

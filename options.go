@@ -13,8 +13,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redshard/redshard/hotkey"
-	"github.com/redshard/redshard/localcache"
 	"github.com/redshard/redshard/registry"
 	"github.com/redshard/redshard/ring"
 )
@@ -337,27 +335,9 @@ func validHostName(h string) bool {
 	return true
 }
 
-// Bounds of the values options may take. Values outside them cannot mean
-// anything useful and are rejected rather than clamped.
-const (
-	defaultHealthInterval = 500 * time.Millisecond
-	// minHealthInterval and minHealthTimeout: a heartbeat faster than a
-	// loaded machine's scheduling marks healthy shards down.
-	minHealthInterval = 10 * time.Millisecond
-	minHealthTimeout  = 10 * time.Millisecond
-	defaultThreshold  = 2
-	maxThreshold      = 1000
-	defaultGutterTTL  = 30 * time.Second
-
-	minLoadLease        = time.Millisecond // the lease is SET with PX
-	minLoadPollInterval = time.Millisecond
-
-	defaultBatchSize = 500
-	maxBatchSize     = 1 << 20
-	// minRate and maxRate bound RebalanceOptions.Rate (keys per second).
-	minRate = 1e-3
-	maxRate = 1e9
-)
+// maxFleetCopies stands for the shard count when HotKeys.Copies is
+// checked before the registry has named the shards.
+const maxFleetCopies = 64
 
 // config is Options resolved: a private copy with every default filled in
 // and every value checked. It is immutable once built.
@@ -508,157 +488,6 @@ func resolveShards(shards []Shard, rc ring.Config) ([]Shard, *ring.Ring, error) 
 		return nil, nil, invalid(ErrInvalidWeight, "Shards", "%v (lower the weights or VnodesPerWeight)", err)
 	}
 	return out, r, nil
-}
-
-// resolve validates o and returns a copy with the defaults filled in. A nil
-// o gives the defaults.
-func (o *HealthOptions) resolve() (HealthOptions, error) {
-	var h HealthOptions
-	if o != nil {
-		h = *o
-	}
-	k := ErrInvalidHealthOptions
-	switch {
-	case h.Interval < 0:
-		return h, invalid(k, "Health.Interval", "%v is negative", h.Interval)
-	case h.Interval > 0 && h.Interval < minHealthInterval:
-		return h, invalid(k, "Health.Interval", "%v is below the minimum of %v", h.Interval, minHealthInterval)
-	case h.Timeout < 0:
-		return h, invalid(k, "Health.Timeout", "%v is negative", h.Timeout)
-	case h.Timeout > 0 && h.Timeout < minHealthTimeout:
-		return h, invalid(k, "Health.Timeout", "%v is below the minimum of %v", h.Timeout, minHealthTimeout)
-	case h.FailureThreshold < 0 || h.FailureThreshold > maxThreshold:
-		return h, invalid(k, "Health.FailureThreshold", "%d is outside [0, %d]", h.FailureThreshold, maxThreshold)
-	case h.RecoveryThreshold < 0 || h.RecoveryThreshold > maxThreshold:
-		return h, invalid(k, "Health.RecoveryThreshold", "%d is outside [0, %d]", h.RecoveryThreshold, maxThreshold)
-	case h.GutterTTL < 0:
-		return h, invalid(k, "Health.GutterTTL", "%v is negative", h.GutterTTL)
-	case h.GutterTTL > 0 && h.GutterTTL < time.Millisecond:
-		return h, invalid(k, "Health.GutterTTL", "%v is below 1ms (TTLs are set in milliseconds)", h.GutterTTL)
-	case h.Disable && h.Failover:
-		return h, invalid(k, "Health.Failover", "failover needs the heartbeat, which Disable turns off")
-	}
-	if h.Interval == 0 {
-		h.Interval = defaultHealthInterval
-	}
-	if h.Timeout == 0 {
-		h.Timeout = h.Interval
-	}
-	if h.FailureThreshold == 0 {
-		h.FailureThreshold = defaultThreshold
-	}
-	if h.RecoveryThreshold == 0 {
-		h.RecoveryThreshold = defaultThreshold
-	}
-	if h.GutterTTL == 0 {
-		h.GutterTTL = defaultGutterTTL
-	}
-	return h, nil
-}
-
-// resolve validates o against a client of n shards and returns a copy with
-// the defaults filled in.
-func (o *HotKeyOptions) resolve(n int) (HotKeyOptions, error) {
-	r := *o
-	k := ErrInvalidHotKeyOptions
-	switch {
-	case r.Mitigation != LocalCache && r.Mitigation != SplitCopies:
-		return r, invalid(k, "HotKeys.Mitigation", "%v: choose LocalCache or SplitCopies", r.Mitigation)
-	case r.MaxStaleness < 0:
-		return r, invalid(k, "HotKeys.MaxStaleness", "%v is negative", r.MaxStaleness)
-	case r.MaxStaleness > 0 && r.MaxStaleness < time.Millisecond:
-		return r, invalid(k, "HotKeys.MaxStaleness", "%v is below 1ms (copies expire in milliseconds)", r.MaxStaleness)
-	case r.CacheBytes < 0:
-		return r, invalid(k, "HotKeys.CacheBytes", "%d is negative", r.CacheBytes)
-	case r.CacheBytes > maxCacheBytes():
-		return r, invalid(k, "HotKeys.CacheBytes", "%d is more than this machine's memory (%d bytes)", r.CacheBytes, maxCacheBytes())
-	case r.Copies < 0 || r.Copies > n:
-		return r, invalid(k, "HotKeys.Copies", "%d is outside [0, %d shards]", r.Copies, n)
-	case r.Tracking < TrackingAuto || r.Tracking > TrackingOn:
-		return r, invalid(k, "HotKeys.Tracking", "%v", r.Tracking)
-	}
-	if r.MaxStaleness == 0 {
-		r.MaxStaleness = DefaultMaxStaleness
-	}
-	if r.CacheBytes == 0 {
-		r.CacheBytes = localcache.DefaultMaxBytes
-	}
-	if r.Copies == 0 {
-		r.Copies = min(defaultCopies, n)
-	}
-	if r.Detector != nil {
-		d := *r.Detector
-		r.Detector = &d
-		if _, err := hotkey.New(&d); err != nil {
-			return r, invalid(k, "HotKeys.Detector", "%v", err)
-		}
-	}
-	return r, nil
-}
-
-// maxCacheBytes is the largest LocalCache budget accepted: the machine's
-// memory where it is known, else 1 TiB.
-func maxCacheBytes() int64 {
-	if m := physicalMemory(); m > 0 {
-		return m
-	}
-	return 1 << 40
-}
-
-// resolve validates o and returns it with defaults filled in. A nil o gives
-// the defaults, which still bound GetOrLoad's load calls.
-func (o *LoadOptions) resolve() (LoadOptions, error) {
-	var r LoadOptions
-	if o != nil {
-		r = *o
-	}
-	k := ErrInvalidLoadOptions
-	switch {
-	case r.Lease < 0:
-		return r, invalid(k, "Load.Lease", "%v is negative", r.Lease)
-	case r.Lease > 0 && r.Lease < minLoadLease:
-		return r, invalid(k, "Load.Lease", "%v is below %v (the lease is set in milliseconds)", r.Lease, minLoadLease)
-	case r.Wait < 0:
-		return r, invalid(k, "Load.Wait", "%v is negative", r.Wait)
-	case r.PollInterval < 0:
-		return r, invalid(k, "Load.PollInterval", "%v is negative", r.PollInterval)
-	case r.PollInterval > 0 && r.PollInterval < minLoadPollInterval:
-		return r, invalid(k, "Load.PollInterval", "%v is below %v", r.PollInterval, minLoadPollInterval)
-	}
-	if r.Lease == 0 {
-		r.Lease = DefaultLoadLease
-	}
-	if r.Wait == 0 {
-		r.Wait = r.Lease
-	}
-	if r.PollInterval == 0 {
-		r.PollInterval = DefaultLoadPollInterval
-	}
-	return r, nil
-}
-
-// Validate reports whether Rebalance would accept o: the first invalid
-// field, named, in an error matching ErrInvalidRebalanceOptions.
-func (o RebalanceOptions) Validate() error {
-	_, err := o.resolve()
-	return err
-}
-
-// resolve validates o and returns it with defaults filled in.
-func (o RebalanceOptions) resolve() (RebalanceOptions, error) {
-	k := ErrInvalidRebalanceOptions
-	switch {
-	case o.BatchSize < 0 || o.BatchSize > maxBatchSize:
-		return o, invalid(k, "BatchSize", "%d is outside [0, %d]", o.BatchSize, maxBatchSize)
-	case math.IsNaN(o.Rate) || o.Rate < 0:
-		return o, invalid(k, "Rate", "%v: want 0 (no cap) or a number of keys per second", o.Rate)
-	case o.Rate != 0 && (o.Rate < minRate || o.Rate > maxRate):
-		return o, invalid(k, "Rate", "%v keys/s is outside [%g, %g] (0 means no cap)", o.Rate, minRate, maxRate)
-	}
-	if o.BatchSize == 0 {
-		o.BatchSize = defaultBatchSize
-	}
-	return o, nil
 }
 
 // shardOptions builds the go-redis options of one shard from the template.

@@ -1,6 +1,11 @@
 package redshard
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/redshard/redshard/registry"
+)
 
 // counters are the client's event counters, updated with atomics.
 type counters struct {
@@ -123,4 +128,37 @@ func (c *client) Stats() Stats {
 	// Hot keys
 	st.Hot = c.hotStats()
 	return st
+}
+
+// LoadStats counts what GetOrLoad did since the client was created. The
+// counters are read one by one, so a snapshot taken while calls are running
+// may be off by the calls in progress.
+type LoadStats struct {
+	Hits      uint64 // calls answered by their first GET
+	Misses    uint64 // calls that missed and joined a load flight (their own or another's)
+	Coalesced uint64 // calls that got the result of another caller's flight (singleflight shares)
+	Canceled  uint64 // calls whose ctx ended while they waited for a flight
+
+	Loads         uint64 // calls of a load function
+	LeaseWins     uint64 // flights that took the lease
+	LeaseWaits    uint64 // flights that found the lease taken and waited
+	LeaseWaitHits uint64 // waits that saw the value appear
+	LeaseTimeouts uint64 // waits that ended after Wait and loaded anyway
+
+	Errors      uint64 // flights that failed: load error or panic, or a Redis error
+	StoreErrors uint64 // loaded values returned but not cached because the SET failed
+}
+
+// FleetStatus is what a client following a registry reports of itself.
+type FleetStatus struct {
+	Member  registry.Member  // as the last heartbeat described it
+	Version registry.Version // the config version the client follows
+	Fenced  bool
+	// LastHeartbeat is when the last successful heartbeat was sent.
+	LastHeartbeat time.Time
+	// Err is the last error following the registry, nil once it
+	// succeeds again; except that once another live process took this
+	// process's member id (registry.ErrMemberIDInUse), Err says so for
+	// good, and the process stays fenced.
+	Err error
 }
