@@ -102,34 +102,6 @@ type ShardStats struct {
 	Down   bool    // marked down by the health monitor
 }
 
-// Stats returns a snapshot of the client's state and counters. It is safe
-// for concurrent use.
-func (c *client) Stats() Stats {
-	top := c.top.Load()
-	shares := top.ring.Shares()
-	st := Stats{
-		Epoch:         top.epoch,
-		HandoffActive: top.handoff != nil,
-		HandoffMoved:  c.stats.handoffMoved.Load(),
-		HandoffErrors: c.stats.handoffErrors.Load(),
-
-		ShardDowns:        c.stats.shardDowns.Load(),
-		StandInCommands:   c.stats.standInCommands.Load(),
-		OutageKeysCleaned: c.stats.outageKeysCleaned.Load(),
-	}
-	for _, s := range top.shards {
-		st.Shards = append(st.Shards, ShardStats{
-			Name: s.Name, Addr: s.Addr, Weight: s.Weight, Share: shares[s.Name], Down: s.down.Load(),
-		})
-	}
-	r := &c.stats.rebalance
-	st.Rebalance = RebalanceStats{Running: r.running.Load(), Runs: r.runs.Load(), Epoch: r.epoch.Load(),
-		Scanned: r.scanned.Load(), Moved: r.moved.Load(), Failed: r.failed.Load(), Total: r.total.Load()}
-	// Hot keys
-	st.Hot = c.hotStats()
-	return st
-}
-
 // LoadStats counts what GetOrLoad did since the client was created. The
 // counters are read one by one, so a snapshot taken while calls are running
 // may be off by the calls in progress.
