@@ -9,13 +9,12 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard/hotkey"
+	"github.com/redshard/redshard/internal/strictjson"
 )
 
 // LoadConfig reads the JSON configuration file at path and returns the
@@ -231,10 +230,10 @@ func parseConfig(data []byte, secrets bool) (*Options, error) {
 	// Editors on Windows save UTF-8 with a byte-order mark; JSON has no use
 	// for it.
 	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
-	if err := checkDepth(data); err != nil {
-		return nil, err
+	if err := strictjson.CheckDepth(data, maxConfigDepth); err != nil {
+		return nil, fmt.Errorf("malformed configuration: %v (the format nests at most 5 deep)", err)
 	}
-	if err := checkDuplicateFields(data); err != nil {
+	if err := strictjson.CheckDuplicates(data); err != nil {
 		return nil, err
 	}
 	var fc fileConfig
@@ -244,7 +243,7 @@ func parseConfig(data []byte, secrets bool) (*Options, error) {
 		return nil, jsonError(data, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("unexpected data after the JSON object at %s", position(data, dec.InputOffset()))
+		return nil, fmt.Errorf("unexpected data after the JSON object at %s", strictjson.Position(data, dec.InputOffset()))
 	}
 
 	opt := &Options{VnodesPerWeight: fc.VnodesPerWeight, RingRecipe: fc.RingRecipe}
@@ -264,18 +263,18 @@ func parseConfig(data []byte, secrets bool) (*Options, error) {
 		opt.Shards = append(opt.Shards, s.shard())
 	}
 
-	d := durations{}
+	d := strictjson.Durations{}
 	so := &redis.Options{
 		Username:     fc.Username,
 		DB:           fc.DB,
 		PoolSize:     fc.PoolSize,
-		DialTimeout:  d.parse("dial_timeout", fc.DialTimeout),
-		ReadTimeout:  d.parse("read_timeout", fc.ReadTimeout),
-		WriteTimeout: d.parse("write_timeout", fc.WriteTimeout),
+		DialTimeout:  d.Parse("dial_timeout", fc.DialTimeout),
+		ReadTimeout:  d.Parse("read_timeout", fc.ReadTimeout),
+		WriteTimeout: d.Parse("write_timeout", fc.WriteTimeout),
 	}
 	switch {
-	case d.err != nil:
-		return nil, d.err
+	case d.Err != nil:
+		return nil, d.Err
 	case so.DialTimeout < 0 || so.ReadTimeout < 0 || so.WriteTimeout < 0:
 		return nil, errors.New("dial_timeout, read_timeout, write_timeout: must not be negative")
 	case fc.DB < 0:
@@ -331,7 +330,7 @@ func parseConfig(data []byte, secrets bool) (*Options, error) {
 	if err := opt.Validate(); err != nil {
 		var oe *optionError
 		if errors.As(err, &oe) && oe.field != "" {
-			return nil, fmt.Errorf("%s: %w", jsonField(oe.field), err)
+			return nil, fmt.Errorf("%s: %w", strictjson.SnakePath(oe.field), err)
 		}
 		return nil, err
 	}
@@ -345,144 +344,18 @@ func parseConfig(data []byte, secrets bool) (*Options, error) {
 // attack.
 const maxConfigDepth = 32
 
-// checkDepth refuses a file that nests lists and objects deeper than
-// maxConfigDepth, naming where the limit is crossed. It reads each byte
-// once, skipping strings (a bracket in a string is no nesting); a syntax
-// error is left to the decoder, which words it.
-func checkDepth(data []byte) error {
-	depth := 0
-	inString, escaped := false, false
-	for i, c := range data {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '[' || c == '{':
-			depth++
-			if depth > maxConfigDepth {
-				return fmt.Errorf("malformed configuration: lists and objects nested deeper than %d at %s (the format nests at most 5 deep)",
-					maxConfigDepth, position(data, int64(i)))
-			}
-		case c == ']' || c == '}':
-			depth--
-		}
-	}
-	return nil
-}
-
-// checkDuplicateFields refuses an object, at any depth, that names a field
-// twice: encoding/json would keep the last value silently. Names are
-// compared as encoding/json matches them, ignoring case. The error gives
-// the field's path as the file spells it ("shards[1].addr") and where the
-// second one is. Syntax errors are left to the decoder, which words them.
-func checkDuplicateFields(data []byte) error {
-	// Each frame keeps only its own step of the path (".addr", "[1]"): the
-	// whole path is built once, for the error, so the check stays linear
-	// in the file's size whatever its depth.
-	type frame struct {
-		object bool
-		keys   map[string]bool // lower-cased names seen in this object
-		key    bool            // in an object: the next token is a key or '}'
-		step   string          // this object's or list's step from its parent
-		index  int             // in a list: the next element's index
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	var stack []*frame
-	var keyStep string // step of the value after the key just read
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil // io.EOF, or a syntax error the decoder reports
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		if top != nil && top.object && top.key {
-			if tok == json.Delim('}') {
-				stack = stack[:len(stack)-1]
-				continue
-			}
-			k, _ := tok.(string) // an object's keys are strings
-			keyStep = "." + k
-			low := strings.ToLower(k)
-			if top.keys[low] {
-				var b strings.Builder
-				for _, f := range stack {
-					b.WriteString(f.step)
-				}
-				b.WriteString(keyStep)
-				return fmt.Errorf("%s: the field is given twice (again at %s); keep one",
-					strings.TrimPrefix(b.String(), "."), position(data, dec.InputOffset()))
-			}
-			top.keys[low] = true
-			top.key = false
-			continue
-		}
-		step := keyStep
-		switch {
-		case top != nil && top.object:
-			top.key = true // after this value: a key or '}'
-		case top != nil:
-			step = "[" + strconv.Itoa(top.index) + "]"
-			top.index++
-		default:
-			step = ""
-		}
-		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, &frame{object: true, keys: map[string]bool{}, key: true, step: step})
-		case json.Delim('['):
-			stack = append(stack, &frame{step: step})
-		case json.Delim(']'):
-			stack = stack[:len(stack)-1]
-		}
-	}
-}
-
-// jsonField names an Options field ("Health.GutterTTL", "Shards[2].Weight")
-// as the configuration file spells it ("health.gutter_ttl",
-// "shards[2].weight").
-func jsonField(field string) string {
-	var b strings.Builder
-	rs := []rune(field)
-	for i, r := range rs {
-		upper := r >= 'A' && r <= 'Z'
-		if upper && i > 0 && rs[i-1] != '.' {
-			prevLower := rs[i-1] >= 'a' && rs[i-1] <= 'z' || rs[i-1] >= '0' && rs[i-1] <= '9'
-			nextLower := i+1 < len(rs) && rs[i+1] >= 'a' && rs[i+1] <= 'z'
-			if prevLower || (nextLower && rs[i-1] >= 'A' && rs[i-1] <= 'Z') {
-				b.WriteByte('_')
-			}
-		}
-		if upper {
-			r += 'a' - 'A'
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 func (fh *fileHealth) options() (*HealthOptions, error) {
-	d := durations{}
+	d := strictjson.Durations{}
 	h := &HealthOptions{
 		Disable:           fh.Disable,
-		Interval:          d.parse("health.interval", fh.Interval),
-		Timeout:           d.parse("health.timeout", fh.Timeout),
+		Interval:          d.Parse("health.interval", fh.Interval),
+		Timeout:           d.Parse("health.timeout", fh.Timeout),
 		FailureThreshold:  fh.FailureThreshold,
 		RecoveryThreshold: fh.RecoveryThreshold,
 		Failover:          fh.Failover,
-		GutterTTL:         d.parse("health.gutter_ttl", fh.GutterTTL),
+		GutterTTL:         d.Parse("health.gutter_ttl", fh.GutterTTL),
 	}
-	return h, d.err
+	return h, d.Err
 }
 
 func (fh *fileHotKeys) options() (*HotKeyOptions, error) {
@@ -507,83 +380,31 @@ func (fh *fileHotKeys) options() (*HotKeyOptions, error) {
 	default:
 		return nil, fmt.Errorf("hot_keys.tracking: %w", invalid(ErrInvalidHotKeyOptions, "HotKeys.Tracking", `%q: want "auto", "off" or "on"`, fh.Tracking))
 	}
-	d := durations{}
-	h.MaxStaleness = d.parse("hot_keys.max_staleness", fh.MaxStaleness)
+	d := strictjson.Durations{}
+	h.MaxStaleness = d.Parse("hot_keys.max_staleness", fh.MaxStaleness)
 	if fd := fh.Detector; fd != nil {
 		h.Detector = &hotkey.Config{
-			Window:     d.parse("hot_keys.detector.window", fd.Window),
+			Window:     d.Parse("hot_keys.detector.window", fd.Window),
 			MinRate:    fd.MinRate,
 			MinShare:   fd.MinShare,
 			Capacity:   fd.Capacity,
 			Hysteresis: fd.Hysteresis,
 		}
 	}
-	return h, d.err
-}
-
-// durations parses duration fields and keeps the first error.
-type durations struct{ err error }
-
-// parse returns the duration s names ("" is 0). Its range is checked with
-// the rest of the options.
-func (d *durations) parse(field, s string) time.Duration {
-	if s == "" || d.err != nil {
-		return 0
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		d.err = fmt.Errorf("%s: %q is not a duration (write it like \"500ms\" or \"10m\")", field, s)
-	}
-	return v
+	return h, d.Err
 }
 
 // jsonError rewrites a decoding error so that it names the field or the
 // line and column.
 func jsonError(data []byte, err error) error {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
 	switch {
-	case errors.As(err, &syn):
-		return fmt.Errorf("malformed JSON at %s: %v", position(data, syn.Offset), syn)
-	case errors.As(err, &typ):
-		field := typ.Field
-		if field == "" {
-			field = "(top level)"
-		}
-		return fmt.Errorf("%s: JSON %s where %s was expected (at %s)", field, typ.Value, jsonKind(typ.Type.Kind().String()), position(data, typ.Offset))
 	case errors.Is(err, io.EOF):
 		return errors.New("empty file: want a JSON object with at least \"shards\"")
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return errors.New("malformed JSON: the file ends in the middle of the object")
 	}
-	// The unknown-field error is not typed: its text is `json: unknown field "x"`.
-	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
-		return fmt.Errorf("unknown field %s (check its spelling; the format is in docs/operations.md)", strings.TrimPrefix(msg, "json: unknown field "))
+	if name, ok := strictjson.UnknownField(err); ok {
+		return fmt.Errorf("unknown field %s (check its spelling; the format is in docs/operations.md)", name)
 	}
-	return err
-}
-
-// jsonKind names a Go kind the way the file's author thinks of it.
-func jsonKind(kind string) string {
-	switch kind {
-	case "string":
-		return "a string"
-	case "bool":
-		return "true or false"
-	case "slice":
-		return "a list"
-	case "struct", "ptr":
-		return "an object"
-	}
-	return "a number"
-}
-
-// position turns a byte offset into "line L, column C".
-func position(data []byte, off int64) string {
-	if off > int64(len(data)) {
-		off = int64(len(data))
-	}
-	line := 1 + bytes.Count(data[:off], []byte("\n"))
-	col := off - int64(bytes.LastIndexByte(data[:off], '\n'))
-	return fmt.Sprintf("line %d, column %d", line, col)
+	return strictjson.DecodeError(data, err)
 }
