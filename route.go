@@ -76,7 +76,7 @@ func (c *client) routeMany(ctx context.Context, cmds []redis.Cmder) error {
 // the compiler open-codes the defer, which in route's many would cost a
 // deferred call record per command.
 func (c *client) process(ctx context.Context, cmd redis.Cmder) error {
-	top, err := c.enter()
+	top, slot, err := c.enter()
 	if err != nil {
 		return err
 	}
@@ -85,11 +85,11 @@ func (c *client) process(ctx context.Context, cmd redis.Cmder) error {
 	if err == nil && info.Flags&command.Blocking != 0 {
 		// A blocking command may wait for ever; a change waits for it only
 		// briefly (see blockingGrace).
-		top.block()
+		top.block(slot)
 		defer top.unblock()
 		return c.route(ctx, top, cmd, &info, keys, err, true)
 	}
-	defer top.exit()
+	defer top.exit(slot)
 	return c.route(ctx, top, cmd, &info, keys, err, false)
 }
 
@@ -385,12 +385,12 @@ func (c *client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 	if isTx(cmds) {
 		return c.processTx(ctx, cmds[1:len(cmds)-1])
 	}
-	top, err := c.enter()
+	top, slot, err := c.enter()
 	if err != nil {
 		setCmdsErr(cmds, err)
 		return err
 	}
-	defer top.exit()
+	defer top.exit(slot)
 	// Every command (or sub-command) is first listed with its shard, then
 	// grouped per shard with a counting sort: one allocation, not one per
 	// append.
@@ -607,12 +607,12 @@ func (c *client) wrote(top *topology, writes []write) {
 // processTx runs a transaction's commands as one MULTI/EXEC on the shard
 // that owns all of their keys, or fails every command with nothing sent.
 func (c *client) processTx(ctx context.Context, cmds []redis.Cmder) error {
-	top, err := c.enter()
+	top, slot, err := c.enter()
 	if err != nil {
 		setCmdsErr(cmds, err)
 		return err
 	}
-	defer top.exit()
+	defer top.exit(slot)
 	target, firstKey := -1, ""
 	var moved []string
 	var writes []write
