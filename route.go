@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"github.com/redshard/redshard/internal/parallel"
 	"slices"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -765,6 +764,4 @@ func cmdName(args []interface{}) string {
 }
 
 // displayName turns "script|load" into "SCRIPT LOAD" for messages.
-func displayName(name string) string {
-	return strings.ToUpper(strings.ReplaceAll(name, "|", " "))
-}
+func displayName(name string) string { return command.DisplayName(name) }
