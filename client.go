@@ -365,11 +365,12 @@ func (c *client) topology() (*topology, error) {
 }
 
 // enter returns the current topology with one more command counted in
-// flight on it; the caller calls exit when the command is done. A command
-// that loaded a topology just as SetShards replaced it counts itself on the
-// new one instead, so once the first move of a change has seen the old
-// ring's count at zero, no command of the old ring can start.
-func (c *client) enter() (*topology, error) {
+// flight on it, and the stripe it is counted on; the caller calls exit with
+// it when the command is done. A command that loaded a topology just as
+// SetShards replaced it counts itself on the new one instead, so once the
+// first move of a change has seen the old ring's count at zero, no command
+// of the old ring can start.
+func (c *client) enter() (*topology, int, error) {
 	for !c.closed.Load() {
 		top := c.top.Load()
 		if f := c.fleet; f != nil && top.fence == nil && !f.lease.Fresh() {
@@ -380,25 +381,25 @@ func (c *client) enter() (*topology, error) {
 			continue
 		}
 		fl := &top.flight.n
-		fl.Add(1)
+		slot := fl.Enter()
 		if c.top.Load() == top {
-			return top, nil
+			return top, slot, nil
 		}
 		// Replaced meanwhile: by a copy of the same epoch (which shares
 		// top.flight) or by a new ring. Count on the newest instead.
-		fl.Add(-1)
+		fl.Exit(slot)
 	}
-	return nil, redis.ErrClosed
+	return nil, 0, redis.ErrClosed
 }
 
-// exit ends a command counted by enter.
-func (t *topology) exit() { t.flight.n.Add(-1) }
+// exit ends a command counted by enter on slot.
+func (t *topology) exit(slot int) { t.flight.n.Exit(slot) }
 
-// block moves a command counted by enter to the blocking count; the
-// caller then calls unblock instead of exit.
-func (t *topology) block() {
+// block moves a command counted by enter on slot to the blocking count;
+// the caller then calls unblock instead of exit.
+func (t *topology) block(slot int) {
 	t.flight.blocking.Add(1)
-	t.flight.n.Add(-1)
+	t.flight.n.Exit(slot)
 }
 
 // unblock ends a command moved to the blocking count.

@@ -3,14 +3,11 @@ package redshard
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"reflect"
-	"slices"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard/internal/command"
+	"github.com/redshard/redshard/internal/merge"
 	"github.com/redshard/redshard/internal/replyval"
 )
 
@@ -31,7 +28,7 @@ func (t *topology) planFanout(ctx context.Context, cmd redis.Cmder, info command
 				cmd.SetErr(err)
 				return
 			}
-			setResult(cmd, n)
+			merge.SetResult(cmd, n)
 		}}
 	case info.Name == "function|dump" && len(args) == 2:
 		return t.planFunctionDump(cmd)
@@ -47,10 +44,10 @@ func (t *topology) planFanout(ctx context.Context, cmd redis.Cmder, info command
 				for i, k := range keys {
 					list[i] = k
 				}
-				setResult(cmd, list)
+				merge.SetResult(cmd, list)
 				return
 			}
-			setResult(cmd, keys)
+			merge.SetResult(cmd, keys)
 		}}
 	}
 	subs := make([]sub, len(t.shards))
@@ -96,7 +93,7 @@ func functionListCode(ctx context.Context) *redis.FunctionListCmd {
 // mergeFunctionDump keeps the first shard's dump in cmd (subs[0]) when
 // every shard lists the same libraries with the same code (subs[1:]).
 func (t *topology) mergeFunctionDump(cmd redis.Cmder, subs []sub) {
-	if sameServerErr(subs[1:]) != nil && isRedisError(cmd.Err()) {
+	if merge.ServerErr(subCmds(subs[1:])) != nil && isRedisError(cmd.Err()) {
 		return // every shard refuses functions (an old server): cmd holds one server's answer
 	}
 	for _, s := range subs {
@@ -107,7 +104,7 @@ func (t *topology) mergeFunctionDump(cmd redis.Cmder, subs []sub) {
 	}
 	lists := subs[1:]
 	for _, s := range lists[1:] {
-		if !sameReply(lists[0].cmd, s.cmd) {
+		if !merge.Same(lists[0].cmd, s.cmd) {
 			cmd.SetErr(fmt.Errorf("%w: FUNCTION DUMP: the shards hold different libraries (%s: %.200q; %s: %.200q), so no one dump is the answer; "+
 				"load the same libraries on every shard, or run it on each shard with ForEachShard", ErrNotSharded,
 				t.shards[lists[0].shard].Name, lists[0].cmd.String(), t.shards[s.shard].Name, s.cmd.String()))
@@ -122,82 +119,12 @@ func ownReply(m command.Merge) bool {
 	return m == command.MergeSame || m == command.MergeAllOK || m == command.MergeKill
 }
 
-// sameReply reports whether two commands' replies are equal: as printed,
-// or once every list in them is put in order (a server lists functions,
-// users or commands in its hash tables' order, which differs between
-// servers that hold the same things).
-func sameReply(a, b redis.Cmder) bool {
-	if a.String() == b.String() {
-		return true
-	}
-	x, okx := replyValue(a)
-	y, oky := replyValue(b)
-	return okx && oky && canonical(x) == canonical(y)
-}
-
-// replyValue returns what cmd's Val method returns.
-func replyValue(cmd redis.Cmder) (reflect.Value, bool) {
-	m := reflect.ValueOf(cmd).MethodByName("Val")
-	if !m.IsValid() || m.Type().NumIn() != 0 || m.Type().NumOut() != 1 {
-		return reflect.Value{}, false
-	}
-	return m.Call(nil)[0], true
-}
-
-// canonical prints v with the elements of every slice sorted.
-func canonical(v reflect.Value) string {
-	switch v.Kind() {
-	case reflect.Interface, reflect.Pointer:
-		if v.IsNil() {
-			return "nil"
-		}
-		return canonical(v.Elem())
-	case reflect.Slice, reflect.Array:
-		parts := make([]string, v.Len())
-		for i := range parts {
-			parts[i] = canonical(v.Index(i))
-		}
-		slices.Sort(parts)
-		return "[" + strings.Join(parts, ",") + "]"
-	case reflect.Struct:
-		parts := make([]string, v.NumField())
-		for i := range parts {
-			parts[i] = canonical(v.Field(i))
-		}
-		return "{" + strings.Join(parts, ",") + "}"
-	case reflect.Map:
-		parts := make([]string, 0, v.Len())
-		for it := v.MapRange(); it.Next(); {
-			parts = append(parts, canonical(it.Key())+":"+canonical(it.Value()))
-		}
-		slices.Sort(parts)
-		return "map[" + strings.Join(parts, ",") + "]"
-	}
-	return fmt.Sprintf("%#v", v)
-}
-
-// sameServerErr returns the server error every one of subs got, if they
-// all got the same one (COMMAND GETKEYS of an unknown command, a CONFIG
-// SET of an unknown parameter), else nil.
-func sameServerErr(subs []sub) error {
-	first := subs[0].cmd.Err()
-	if !isRedisError(first) || first == redis.Nil {
-		return nil
-	}
-	for _, s := range subs[1:] {
-		if err := s.cmd.Err(); err == nil || err.Error() != first.Error() {
-			return nil
-		}
-	}
-	return first
-}
-
 func (t *topology) mergeFanout(cmd redis.Cmder, info command.Info, subs []sub) {
 	if info.Merge == command.MergeKill {
 		t.mergeKill(cmd, subs)
 		return
 	}
-	if err := sameServerErr(subs); err != nil {
+	if err := merge.ServerErr(subCmds(subs)); err != nil {
 		cmd.SetErr(err) // every shard said it: the answer of one server, naming none
 		return
 	}
@@ -213,7 +140,7 @@ func (t *topology) mergeFanout(cmd redis.Cmder, info command.Info, subs []sub) {
 		// The commands are identical, so equal replies print alike. The
 		// caller's command, subs[0], holds the first shard's reply.
 		for _, s := range subs[1:] {
-			if !sameReply(subs[0].cmd, s.cmd) {
+			if !merge.Same(subs[0].cmd, s.cmd) {
 				cmd.SetErr(fmt.Errorf("%w: %s: the shards' replies differ (%s: %.200q; %s: %.200q), so no one reply is the answer; "+
 					"run it on each shard with ForEachShard", ErrNotSharded, displayName(info.Name),
 					t.shards[subs[0].shard].Name, subs[0].cmd.String(), t.shards[s.shard].Name, s.cmd.String()))
@@ -221,19 +148,12 @@ func (t *topology) mergeFanout(cmd redis.Cmder, info command.Info, subs []sub) {
 			}
 		}
 	case command.MergeSum, command.MergeMax:
-		var sum, top int64
-		for _, s := range subs {
-			n, ok := replyval.Value(s.cmd).(int64)
-			if !ok {
-				cmd.SetErr(mergeErr(info, s.cmd))
-				return
-			}
-			sum, top = sum+n, max(top, n)
+		n, bad, ok := merge.Sum(subCmds(subs), info.Merge == command.MergeMax)
+		if !ok {
+			cmd.SetErr(merge.TypeErr(info.Name, bad))
+			return
 		}
-		if info.Merge == command.MergeMax {
-			sum = top
-		}
-		setResult(cmd, sum)
+		merge.SetResult(cmd, n)
 	case command.MergeConcat:
 		var v interface{}
 		var err error
@@ -242,12 +162,12 @@ func (t *topology) mergeFanout(cmd redis.Cmder, info command.Info, subs []sub) {
 		} else if _, typed := replyval.Value(subs[0].cmd).(map[string]int64); typed && info.Name == "pubsub|shardnumsub" {
 			v = t.shardNumSub(cmd, subs)
 		} else {
-			v, err = concat(subs)
+			v, err = merge.Concat(subCmds(subs))
 			if err == nil && (info.Name == "pubsub|channels" || info.Name == "pubsub|shardchannels") {
 				// During a membership change a channel is subscribed on
 				// its previous owner too (internal/pubsub): a server
 				// lists each active channel once, and so does the merge.
-				v = distinct(v)
+				v = merge.Distinct(v)
 			}
 		}
 		if err != nil {
@@ -255,31 +175,35 @@ func (t *topology) mergeFanout(cmd redis.Cmder, info command.Info, subs []sub) {
 			return
 		}
 		if info.Name == "keys" {
-			v = withoutInternalKeys(v)
+			v = merge.Without(v, isInternalKey)
 		}
-		setResult(cmd, v)
+		merge.SetResult(cmd, v)
 	case command.MergeAnd:
-		v, err := and(subs)
+		v, err := merge.And(subCmds(subs))
 		if err != nil {
 			cmd.SetErr(fmt.Errorf("redshard: %s: %w", displayName(info.Name), err))
 			return
 		}
-		setResult(cmd, v)
+		merge.SetResult(cmd, v)
 	case command.MergeAny:
-		var found []sub
-		for _, s := range subs {
-			if s.cmd.Err() == nil {
-				found = append(found, s)
-			}
-		}
-		if len(found) == 0 {
+		v, ok := merge.Any(subCmds(subs))
+		if !ok {
 			cmd.SetErr(redis.Nil)
 			return
 		}
-		setResult(cmd, replyval.Value(found[rand.IntN(len(found))].cmd))
+		merge.SetResult(cmd, v)
 	default:
-		cmd.SetErr(mergeErr(info, cmd))
+		cmd.SetErr(merge.TypeErr(info.Name, cmd))
 	}
+}
+
+// subCmds returns the commands of subs, in order.
+func subCmds(subs []sub) []redis.Cmder {
+	out := make([]redis.Cmder, len(subs))
+	for i, s := range subs {
+		out[i] = s.cmd
+	}
+	return out
 }
 
 // mergeKill merges FUNCTION KILL and SCRIPT KILL: OK if a shard killed
@@ -290,7 +214,7 @@ func (t *topology) mergeKill(cmd redis.Cmder, subs []sub) {
 		switch err := s.cmd.Err(); {
 		case err == nil:
 			cmd.SetErr(nil)
-			setResult(cmd, replyval.Value(s.cmd))
+			merge.SetResult(cmd, replyval.Value(s.cmd))
 			return
 		case redis.HasErrorPrefix(err, "NOTBUSY"):
 			if notBusy == nil {
@@ -305,72 +229,6 @@ func (t *topology) mergeKill(cmd redis.Cmder, subs []sub) {
 		return
 	}
 	cmd.SetErr(notBusy)
-}
-
-func mergeErr(info command.Info, c redis.Cmder) error {
-	return fmt.Errorf("redshard: %s: cannot merge replies of type %T", displayName(info.Name), c)
-}
-
-// withoutInternalKeys drops redshard's own keys from a KEYS reply.
-func withoutInternalKeys(v interface{}) interface{} {
-	switch keys := v.(type) {
-	case []string:
-		return slices.DeleteFunc(keys, isInternalKey)
-	case []interface{}:
-		return slices.DeleteFunc(keys, func(k interface{}) bool {
-			s, ok := k.(string)
-			return ok && isInternalKey(s)
-		})
-	}
-	return v
-}
-
-// distinct drops the repeats of a concatenated list of names, keeping the
-// first of each.
-func distinct(v interface{}) interface{} {
-	seen := map[interface{}]bool{}
-	first := func(x interface{}) bool {
-		if seen[x] {
-			return false
-		}
-		seen[x] = true
-		return true
-	}
-	switch names := v.(type) {
-	case []string:
-		return slices.DeleteFunc(names, func(n string) bool { return !first(n) })
-	case []interface{}:
-		return slices.DeleteFunc(names, func(n interface{}) bool { return !first(n) })
-	}
-	return v
-}
-
-// concat joins array replies in shard order; map replies (PUBSUB NUMSUB)
-// are added up per field.
-func concat(subs []sub) (interface{}, error) {
-	switch replyval.Value(subs[0].cmd).(type) {
-	case []string:
-		var out []string
-		for _, s := range subs {
-			out = append(out, replyval.Value(s.cmd).([]string)...)
-		}
-		return out, nil
-	case []interface{}:
-		var out []interface{}
-		for _, s := range subs {
-			out = append(out, replyval.Value(s.cmd).([]interface{})...)
-		}
-		return out, nil
-	case map[string]int64:
-		out := map[string]int64{}
-		for _, s := range subs {
-			for k, v := range replyval.Value(s.cmd).(map[string]int64) {
-				out[k] += v
-			}
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("cannot concatenate replies of type %T", subs[0].cmd)
 }
 
 // numSub merges raw (Do) PUBSUB NUMSUB and SHARDNUMSUB replies into what
@@ -441,42 +299,6 @@ func (t *topology) shardNumSub(cmd redis.Cmder, subs []sub) map[string]int64 {
 	return out
 }
 
-// and combines 0/1 array replies element-wise (SCRIPT EXISTS: a script
-// exists only if every shard has it).
-func and(subs []sub) (interface{}, error) {
-	switch first := replyval.Value(subs[0].cmd).(type) {
-	case []bool:
-		out := append([]bool(nil), first...)
-		for _, s := range subs[1:] {
-			v := replyval.Value(s.cmd).([]bool)
-			for i := range out {
-				out[i] = out[i] && i < len(v) && v[i]
-			}
-		}
-		return out, nil
-	case []interface{}:
-		out := append([]interface{}(nil), first...)
-		for _, s := range subs[1:] {
-			v := replyval.Value(s.cmd).([]interface{})
-			for i := range out {
-				if i >= len(v) || v[i] != int64(1) {
-					out[i] = int64(0)
-				}
-			}
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("cannot combine replies of type %T", subs[0].cmd)
-}
-
-// setResult stores a merged reply v in cmd, or an error if cmd's type
-// cannot hold it.
-func setResult(cmd redis.Cmder, v interface{}) {
-	if !replyval.SetValue(cmd, v) {
-		cmd.SetErr(fmt.Errorf("redshard: %s: cannot store a merged %T reply in a %T", displayName(cmd.Name()), v, cmd))
-	}
-}
-
 // randomKey answers RANDOMKEY without ever naming one of redshard's own
 // keys: shards are tried in random order (during a change, the servers it
 // removes too: their keys are still the application's), each with a few
@@ -501,7 +323,7 @@ func (t *topology) randomKey(ctx context.Context, cmd redis.Cmder) error {
 			cmd.SetErr(wrapShardErr(s.Shard, err))
 			return cmd.Err()
 		}
-		setResult(cmd, k)
+		merge.SetResult(cmd, k)
 		return nil
 	}
 	if down != nil {

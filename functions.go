@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard/internal/merge"
 )
 
 // Functions follow the ring: a server that joins it (SetShards) gets,
@@ -36,7 +38,7 @@ func (l libraries) same(o libraries) bool {
 	if l.empty() || o.empty() {
 		return l.empty() && o.empty()
 	}
-	return sameReply(l.list, o.list)
+	return merge.Same(l.list, o.list)
 }
 
 // names lists the libraries, for messages.

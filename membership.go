@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/redshard/redshard/internal/command"
+	"github.com/redshard/redshard/internal/drain"
 	"github.com/redshard/redshard/internal/flight"
 	"github.com/redshard/redshard/internal/keymove"
 	"github.com/redshard/redshard/ring"
@@ -46,11 +47,15 @@ const (
 )
 
 // inflight counts the commands routed on one epoch's topology that are
-// still running: n the others, blocking the blocking ones (BLPOP, XREAD
-// BLOCK, ...), which may wait for ever. Copies of a topology with the same
-// epoch share it.
+// still running: n the others, striped per P so that the commands of
+// different cores do not all write one cache line (package drain says why
+// its sum still sees every command in flight); blocking the blocking ones
+// (BLPOP, XREAD BLOCK, ...), which may wait for ever. Read n before
+// blocking (idle): a command moves to blocking (topology.block) before it
+// leaves n. Copies of a topology with the same epoch share it.
 type inflight struct {
-	n, blocking atomic.Int64
+	n        drain.Counter
+	blocking atomic.Int64
 	// prev, while set, is the count of the regime this one replaced in
 	// a fleet process (fleet_fence.go): idle waits for it too.
 	prev atomic.Pointer[inflight]

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"github.com/redshard/redshard/internal/parallel"
 	"slices"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -76,7 +75,7 @@ func (c *client) routeMany(ctx context.Context, cmds []redis.Cmder) error {
 // the compiler open-codes the defer, which in route's many would cost a
 // deferred call record per command.
 func (c *client) process(ctx context.Context, cmd redis.Cmder) error {
-	top, err := c.enter()
+	top, slot, err := c.enter()
 	if err != nil {
 		return err
 	}
@@ -85,11 +84,11 @@ func (c *client) process(ctx context.Context, cmd redis.Cmder) error {
 	if err == nil && info.Flags&command.Blocking != 0 {
 		// A blocking command may wait for ever; a change waits for it only
 		// briefly (see blockingGrace).
-		top.block()
+		top.block(slot)
 		defer top.unblock()
 		return c.route(ctx, top, cmd, &info, keys, err, true)
 	}
-	defer top.exit()
+	defer top.exit(slot)
 	return c.route(ctx, top, cmd, &info, keys, err, false)
 }
 
@@ -385,12 +384,12 @@ func (c *client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 	if isTx(cmds) {
 		return c.processTx(ctx, cmds[1:len(cmds)-1])
 	}
-	top, err := c.enter()
+	top, slot, err := c.enter()
 	if err != nil {
 		setCmdsErr(cmds, err)
 		return err
 	}
-	defer top.exit()
+	defer top.exit(slot)
 	// Every command (or sub-command) is first listed with its shard, then
 	// grouped per shard with a counting sort: one allocation, not one per
 	// append.
@@ -607,12 +606,12 @@ func (c *client) wrote(top *topology, writes []write) {
 // processTx runs a transaction's commands as one MULTI/EXEC on the shard
 // that owns all of their keys, or fails every command with nothing sent.
 func (c *client) processTx(ctx context.Context, cmds []redis.Cmder) error {
-	top, err := c.enter()
+	top, slot, err := c.enter()
 	if err != nil {
 		setCmdsErr(cmds, err)
 		return err
 	}
-	defer top.exit()
+	defer top.exit(slot)
 	target, firstKey := -1, ""
 	var moved []string
 	var writes []write
@@ -765,6 +764,4 @@ func cmdName(args []interface{}) string {
 }
 
 // displayName turns "script|load" into "SCRIPT LOAD" for messages.
-func displayName(name string) string {
-	return strings.ToUpper(strings.ReplaceAll(name, "|", " "))
-}
+func displayName(name string) string { return command.DisplayName(name) }

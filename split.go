@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard/internal/command"
+	"github.com/redshard/redshard/internal/merge"
 )
 
 // planSplit routes MGET, MSET, MSETEX, DEL, UNLINK, EXISTS and TOUCH: one
@@ -135,7 +136,7 @@ func (t *topology) planSplit(ctx context.Context, cmd redis.Cmder, info command.
 			}
 			v = sum
 		}
-		setResult(cmd, v)
+		merge.SetResult(cmd, v)
 	}
 	return route{direct: -1, subs: subs, after: after, finish: finish}, nil
 }

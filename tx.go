@@ -35,11 +35,11 @@ func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...st
 }
 
 func (c *client) watch(ctx context.Context, fn func(*redis.Tx) error, keys ...string) error {
-	top, err := c.enter()
+	top, slot, err := c.enter()
 	if err != nil {
 		return err
 	}
-	defer top.exit()
+	defer top.exit(slot)
 	if len(keys) == 0 && len(top.shards) > 1 { // the ring grew since Watch looked
 		return errReroute
 	}

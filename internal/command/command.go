@@ -211,7 +211,7 @@ func lookup(args []interface{}, keys []int, info *Info) ([]int, error) {
 		return keys, nil
 	}
 	if err != nil {
-		return keys[:n], fmt.Errorf("%w: %s: %v", ErrMalformed, displayName(e.info.Name), err)
+		return keys[:n], fmt.Errorf("%w: %s: %v", ErrMalformed, DisplayName(e.info.Name), err)
 	}
 	return keys, nil
 }
@@ -233,7 +233,7 @@ func (e *entry) sub(args []interface{}) (*entry, error) {
 		if e.dflt != nil {
 			return e.dflt, nil
 		}
-		return nil, fmt.Errorf("%w: %s: missing subcommand", ErrMalformed, displayName(e.info.Name))
+		return nil, fmt.Errorf("%w: %s: missing subcommand", ErrMalformed, DisplayName(e.info.Name))
 	}
 	if s := find(e.subs, args[1]); s != nil {
 		return s, nil
@@ -314,8 +314,8 @@ func lower(b []byte) {
 	}
 }
 
-// displayName turns "script|load" into "SCRIPT LOAD" for messages.
-func displayName(name string) string {
+// DisplayName turns "script|load" into "SCRIPT LOAD" for messages.
+func DisplayName(name string) string {
 	return strings.ToUpper(strings.ReplaceAll(name, "|", " "))
 }
 
