@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/redshard/redshard/internal/hot"
+	"github.com/redshard/redshard/internal/loader"
 	"github.com/redshard/redshard/registry"
 	"github.com/redshard/redshard/ring"
 )
@@ -82,7 +83,7 @@ type client struct {
 	monitor *monitor      // nil when health checks are off
 	beats   atomic.Uint32 // heartbeat ticks so far (the peekGates' clock)
 	stats   counters
-	load    loader // GetOrLoad state (load.go); its zero value is ready
+	load    loader.Group // GetOrLoad state (internal/loader); its zero value is ready
 
 	pubsub pubsubHub // Subscribe's front client and multiplexers (pubsub.go); its zero value is ready
 	loans  loans     // what the Client handed out and is in use (reach.go); its zero value is ready
