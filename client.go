@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/redshard/redshard/internal/health"
 	"github.com/redshard/redshard/internal/hot"
 	"github.com/redshard/redshard/internal/loader"
 	"github.com/redshard/redshard/registry"
@@ -77,11 +78,10 @@ type client struct {
 	mu       sync.Mutex               // guards retiring; serialises topology changes and hook additions
 	retiring map[*retirement]struct{} // removed shards' backends, closed after a grace period
 
-	fleet   *follower     // nil unless Options.Registry
-	flights *flights      // shared calls (hot reads, handoffs, loads), cancelled and awaited by Close
-	hot     *hot.Path     // nil when Options.HotKeys is nil
-	monitor *monitor      // nil when health checks are off
-	beats   atomic.Uint32 // heartbeat ticks so far (the peekGates' clock)
+	fleet   *follower       // nil unless Options.Registry
+	flights *flights        // shared calls (hot reads, handoffs, loads), cancelled and awaited by Close
+	hot     *hot.Path       // nil when Options.HotKeys is nil
+	monitor *health.Monitor // nil when health checks are off
 	stats   counters
 	load    loader.Group // GetOrLoad state (internal/loader); its zero value is ready
 
@@ -157,7 +157,18 @@ func NewClient(opt *Options) (*Client, error) {
 		return nil, err
 	}
 	c := &client{cfg: cfg, retiring: map[*retirement]struct{}{}, flights: newFlights()}
-	c.monitor = newMonitor(c) // before any shard client, whose first dial starts it
+	if h := cfg.health; !h.Disable { // before any shard client, whose first dial starts it
+		opt := health.Options{Interval: h.Interval, Timeout: h.Timeout,
+			FailureThreshold: h.FailureThreshold, RecoveryThreshold: h.RecoveryThreshold}
+		c.monitor = health.New(opt, func() []health.Target { // each shard is one (health.go)
+			src := c.top.Load().sources()
+			ts := make([]health.Target, len(src))
+			for i, s := range src {
+				ts[i] = s
+			}
+			return ts
+		})
+	}
 	if cfg.hot != nil {
 		if c.hot, err = newHotPath(c, cfg.hot); err != nil {
 			return nil, err
@@ -429,7 +440,7 @@ func (c *client) close() error {
 	frontErr := errors.Join(c.apFront.Close(), c.front.Close())
 	c.flights.close()
 	if c.monitor != nil {
-		c.monitor.close()
+		c.monitor.Close()
 	}
 	c.mu.Lock()
 	top := c.top.Load()

@@ -815,7 +815,7 @@ func (t *topology) recordStandIn(ctx context.Context, args []interface{}, keys [
 	caps = make([]redis.Cmder, 0, len(keys))
 	for _, k := range keys {
 		key := command.Arg(args[k])
-		if !t.shards[i].recordOutage(key, t.shards[j].backend) {
+		if o := t.shards[i]; !o.outage.Record(&o.down, key, t.shards[j].client) {
 			return nil, false
 		}
 		caps = append(caps, redis.NewIntCmd(ctx, "pexpire", key, t.gutterTTL.Milliseconds(), "lt"))
