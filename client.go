@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/redshard/redshard/internal/flight"
 	"github.com/redshard/redshard/internal/health"
 	"github.com/redshard/redshard/internal/hot"
 	"github.com/redshard/redshard/internal/loader"
@@ -79,7 +80,7 @@ type client struct {
 	retiring map[*retirement]struct{} // removed shards' backends, closed after a grace period
 
 	fleet   *follower       // nil unless Options.Registry
-	flights *flights        // shared calls (hot reads, handoffs, loads), cancelled and awaited by Close
+	flights *flight.Runner  // shared calls (hot reads, handoffs, loads) and Pub/Sub goroutines, cancelled and awaited by Close
 	hot     *hot.Path       // nil when Options.HotKeys is nil
 	monitor *health.Monitor // nil when health checks are off
 	stats   counters
@@ -156,7 +157,7 @@ func NewClient(opt *Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &client{cfg: cfg, retiring: map[*retirement]struct{}{}, flights: newFlights()}
+	c := &client{cfg: cfg, retiring: map[*retirement]struct{}{}, flights: flight.New()}
 	if h := cfg.health; !h.Disable { // before any shard client, whose first dial starts it
 		opt := health.Options{Interval: h.Interval, Timeout: h.Timeout,
 			FailureThreshold: h.FailureThreshold, RecoveryThreshold: h.RecoveryThreshold}
@@ -438,7 +439,7 @@ func (c *client) close() error {
 	// The front first: it stops its AutoPipeliners, whose last batches
 	// are routed (and fail with redis.ErrClosed) while the shards are open.
 	frontErr := errors.Join(c.apFront.Close(), c.front.Close())
-	c.flights.close()
+	c.flights.Close()
 	if c.monitor != nil {
 		c.monitor.Close()
 	}

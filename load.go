@@ -111,6 +111,6 @@ func (c *client) GetOrLoad(ctx context.Context, key string, ttl time.Duration, l
 	}
 	o := c.cfg.load
 	opt := loader.Options{Lease: o.Lease, Wait: o.Wait, PollInterval: o.PollInterval, Fleet: c.cfg.lease}
-	env := loader.Env{KV: c.front, Owner: c.ShardFor, Flights: c.flights.r, Index: indexInternal, IndexKey: internalIndex}
+	env := loader.Env{KV: c.front, Owner: c.ShardFor, Flights: c.flights, Index: indexInternal, IndexKey: internalIndex}
 	return c.load.Get(ctx, &env, opt, key, ttl, load)
 }
