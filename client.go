@@ -17,7 +17,10 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/redshard/redshard/internal/flight"
+	"github.com/redshard/redshard/internal/health"
 	"github.com/redshard/redshard/internal/hot"
+	"github.com/redshard/redshard/internal/loader"
 	"github.com/redshard/redshard/registry"
 	"github.com/redshard/redshard/ring"
 )
@@ -76,13 +79,12 @@ type client struct {
 	mu       sync.Mutex               // guards retiring; serialises topology changes and hook additions
 	retiring map[*retirement]struct{} // removed shards' backends, closed after a grace period
 
-	fleet   *follower     // nil unless Options.Registry
-	flights *flights      // shared calls (hot reads, handoffs, loads), cancelled and awaited by Close
-	hot     *hot.Path     // nil when Options.HotKeys is nil
-	monitor *monitor      // nil when health checks are off
-	beats   atomic.Uint32 // heartbeat ticks so far (the peekGates' clock)
+	fleet   *follower       // nil unless Options.Registry
+	flights *flight.Runner  // shared calls (hot reads, handoffs, loads) and Pub/Sub goroutines, cancelled and awaited by Close
+	hot     *hot.Path       // nil when Options.HotKeys is nil
+	monitor *health.Monitor // nil when health checks are off
 	stats   counters
-	load    loader // GetOrLoad state (load.go); its zero value is ready
+	load    loader.Group // GetOrLoad state (internal/loader); its zero value is ready
 
 	pubsub pubsubHub // Subscribe's front client and multiplexers (pubsub.go); its zero value is ready
 	loans  loans     // what the Client handed out and is in use (reach.go); its zero value is ready
@@ -155,8 +157,19 @@ func NewClient(opt *Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &client{cfg: cfg, retiring: map[*retirement]struct{}{}, flights: newFlights()}
-	c.monitor = newMonitor(c) // before any shard client, whose first dial starts it
+	c := &client{cfg: cfg, retiring: map[*retirement]struct{}{}, flights: flight.New()}
+	if h := cfg.health; !h.Disable { // before any shard client, whose first dial starts it
+		opt := health.Options{Interval: h.Interval, Timeout: h.Timeout,
+			FailureThreshold: h.FailureThreshold, RecoveryThreshold: h.RecoveryThreshold}
+		c.monitor = health.New(opt, func() []health.Target { // each shard is one (health.go)
+			src := c.top.Load().sources()
+			ts := make([]health.Target, len(src))
+			for i, s := range src {
+				ts[i] = s
+			}
+			return ts
+		})
+	}
 	if cfg.hot != nil {
 		if c.hot, err = newHotPath(c, cfg.hot); err != nil {
 			return nil, err
@@ -427,9 +440,9 @@ func (c *client) close() error {
 	// The front first: it stops its AutoPipeliners, whose last batches
 	// are routed (and fail with redis.ErrClosed) while the shards are open.
 	frontErr := errors.Join(c.apFront.Close(), c.front.Close())
-	c.flights.close()
+	c.flights.Close()
 	if c.monitor != nil {
-		c.monitor.close()
+		c.monitor.Close()
 	}
 	c.mu.Lock()
 	top := c.top.Load()

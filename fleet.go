@@ -945,7 +945,7 @@ func (fc *fence) beacon(ctx context.Context, s *shard) (beaconView, error) {
 	b.mu.Unlock()
 	// One read at a time per server, shared by the commands that need it
 	// (Client.flights: detached from any one caller's cancellation).
-	v, _, err := fc.f.c.flights.do(ctx, &fc.cache.reads, s.id, handoffTimeout, func(rctx context.Context) (any, error) {
+	v, _, err := fc.f.c.flights.Do(ctx, &fc.cache.reads, s.id, handoffTimeout, func(rctx context.Context) (any, error) {
 		start := time.Now()
 		data, err := s.client.Get(rctx, beaconKey).Bytes()
 		if err != nil && !errors.Is(err, redis.Nil) {

@@ -2,345 +2,65 @@ package redshard
 
 import (
 	"context"
-	"fmt"
-	"net"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redshard/redshard/internal/command"
+	"github.com/redshard/redshard/internal/health"
 )
 
-const maxOutageKeys = 1 << 20
+// The heartbeat (internal/health) sees each shard of the current topology
+// as a health.Target (NewClient's wiring): these methods, called from the
+// monitor's goroutine. Nothing in the core calls them by name.
 
-// outage records the keys written to stand-in shards while a shard is down.
-type outage struct {
-	mu sync.Mutex
-	on map[string]*backend // guarded by mu: key -> the stand-in it was written to
+// Beat returns the heartbeat counters of s's backend.
+func (s *shard) Beat() *health.Beat { return &s.beat }
+
+// Ping sends one heartbeat on the backend's heartbeat connection.
+func (s *shard) Ping(ctx context.Context) error {
+	hb := s.heartbeatClient()
+	if hb == nil {
+		return redis.ErrClosed
+	}
+	return hb.Ping(ctx).Err()
 }
 
-// monitor pings every shard on a ticker until Close. The heartbeat state
-// it keeps lives in each backend. Its goroutine starts on the client's
-// first dial to a shard (heartbeatStart), so a client that is never used
-// runs nothing.
-type monitor struct {
-	c    *client
-	opt  HealthOptions
-	stop chan struct{}
-	done chan struct{}
+// Down reports whether s's backend is marked down.
+func (s *shard) Down() bool { return s.down.Load() }
 
-	started atomic.Bool // run was started, or close came first: start has nothing to do
-	mu      sync.Mutex  // serialises start with close
-	closed  bool        // guarded by mu
+// MarkDown marks the backend down (named as in the current ring), counts
+// it and tells Options.Health.OnShardStateChange.
+func (s *shard) MarkDown(err error) {
+	s.markDown(s.Shard, err)
+	s.c.notify(s, true, err)
 }
 
-// newMonitor returns the client's monitor, not started, or nil when the
-// heartbeat is off.
-func newMonitor(c *client) *monitor {
-	if c.cfg.health.Disable {
-		return nil
+// MarkUp marks the backend up (markUp) and tells OnShardStateChange.
+func (s *shard) MarkUp() error {
+	if err := s.c.markUp(s.c.top.Load(), s.backend); err != nil {
+		return err
 	}
-	return &monitor{c: c, opt: c.cfg.health, stop: make(chan struct{}), done: make(chan struct{})}
+	s.c.notify(s, false, nil)
+	return nil
 }
 
-// start runs the heartbeat unless it runs already or the client is
-// closed. After the first call it costs one atomic load.
-func (m *monitor) start() {
-	if m == nil || m.started.Load() {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed || m.started.Load() {
-		return
-	}
-	m.started.Store(true)
-	go m.run()
-}
-
-// close stops the monitor and waits for it if it was started. Idempotent
-// via Client.Close.
-func (m *monitor) close() {
-	m.mu.Lock()
-	m.closed = true
-	running := m.started.Swap(true)
-	m.mu.Unlock()
-	if running {
-		close(m.stop)
-		<-m.done
-	}
-}
-
-// heartbeatStart is a hook of every shard's command client that starts the
-// heartbeat when the client first dials a shard, whatever opened the
-// connection: a command, a pipeline, Pub/Sub, Watch, ShardFor. Dials are
-// rare, and the hook adds nothing to the command path.
-type heartbeatStart struct{ m *monitor }
-
-func (h heartbeatStart) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		h.m.start()
-		return next(ctx, network, addr)
-	}
-}
-
-func (heartbeatStart) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-
-func (heartbeatStart) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-func (m *monitor) run() {
-	defer close(m.done)
-	t := time.NewTicker(m.opt.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-m.stop:
-			return
-		case <-t.C:
-			m.c.beats.Add(1)
-			m.tick()
-		}
-	}
-}
-
-// tick pings every backend of the current topology in parallel, on its
-// own heartbeat connection (so a heartbeat never waits behind the shard's
-// pool), and applies the thresholds.
-func (m *monitor) tick() {
-	top := m.c.top.Load()
-	live := map[*backend]*shard{}
-	for _, s := range top.sources() {
-		live[s.backend] = s
-	}
-	type result struct {
-		s   *shard
-		err error
-	}
-	results := make(chan result, len(live))
-	for b, s := range live {
-		go func() {
-			hb := b.heartbeatClient()
-			if hb == nil {
-				results <- result{s, redis.ErrClosed}
-				return
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), m.opt.Timeout)
-			defer cancel()
-			results <- result{s, hb.Ping(ctx).Err()}
-		}()
-	}
-	for range live {
-		r := <-results
-		m.apply(top, r.s, r.err)
-	}
-}
-
-func (m *monitor) apply(top *topology, s *shard, err error) {
-	b := s.backend
-	if err != nil {
-		b.fails, b.oks, b.lastErr = b.fails+1, 0, err
-		if !b.down.Load() && b.fails >= m.opt.FailureThreshold {
-			b.markDown(s.Shard, err)
-			m.notify(s, true, err)
-		}
-		return
-	}
-	b.fails, b.oks = 0, b.oks+1
-	if b.down.Load() && b.oks >= m.opt.RecoveryThreshold {
-		if err := m.c.markUp(top, b); err != nil {
-			b.oks, b.lastErr = 0, err // try again on the next heartbeat
-			return
-		}
-		m.notify(s, false, nil)
-	}
-}
-
-func (m *monitor) notify(s *shard, down bool, err error) {
-	if down {
-		m.c.stats.shardDowns.Add(1)
-	}
-	if f := m.opt.OnShardStateChange; f != nil {
-		f(ShardStateChange{Shard: s.Name, Addr: s.Addr, Down: down, Err: err, At: time.Now()})
-	}
-}
-
-// standIn returns the index of the shard that serves key while its owner
-// i is down: the next distinct shard clockwise that is up.
-func (t *topology) standIn(i int, key string) (int, bool) {
-	var buf [8]int
-	reps := t.ring.ReplicaIndexes(key, buf[:0], min(len(t.shards), 8))
-	for _, j := range reps {
-		if j != i && !t.shards[j].down.Load() {
-			return j, true
-		}
-	}
-	return -1, false
-}
-
-// recordOutage remembers that key is written to stand-in j while its
-// owner is down. It reports false, recording nothing, once the owner is up
-// again: the write must then go to the owner, since the cleanup that ran
-// before it came up did not see this key.
-func (b *backend) recordOutage(key string, standIn *backend) bool {
-	o := &b.outage
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if !b.down.Load() {
-		return false
-	}
-	if o.on == nil {
-		o.on = map[string]*backend{}
-	}
-	if len(o.on) < maxOutageKeys {
-		o.on[key] = standIn
-	}
-	return true
-}
-
-// markUp marks b up once every key written to a stand-in during its
-// outage is cleaned: the cleanup runs until a round finds nothing new, and
-// the last check and the mark are made under the outage lock, which every
-// record takes, so no stand-in write can slip in between.
+// markUp marks b up, with failover once every key written to a stand-in
+// during its outage is cleaned (health.Outage.MarkUp).
 func (c *client) markUp(top *topology, b *backend) error {
 	if top.gutterTTL <= 0 {
 		b.down.Store(false)
 		return nil
 	}
-	o := &b.outage
-	for range 8 {
-		if err := c.cleanOutage(top, b); err != nil {
-			return err
-		}
-		o.mu.Lock()
-		if len(o.on) == 0 {
-			b.down.Store(false)
-			o.mu.Unlock()
-			return nil
-		}
-		o.mu.Unlock()
-	}
-	return fmt.Errorf("redshard: writes to stand-ins keep coming while shard %s returns", b.shard)
+	n, err := b.outage.MarkUp(&b.down, b.heartbeatClient, b.shard.String())
+	c.stats.outageKeysCleaned.Add(int64(n))
+	return err
 }
 
-// cleanOutage deletes, on the returning backend and on the stand-ins, every
-// key written to a stand-in while b was down.
-func (c *client) cleanOutage(top *topology, b *backend) error {
-	o := &b.outage
-	o.mu.Lock()
-	keys := o.on
-	o.on = nil
-	o.mu.Unlock()
-	if len(keys) == 0 {
-		return nil
+func (c *client) notify(s *shard, down bool, err error) {
+	if down {
+		c.stats.shardDowns.Add(1)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	byBackend := map[*backend][]string{}
-	for k, s := range keys {
-		byBackend[b] = append(byBackend[b], k)
-		byBackend[s] = append(byBackend[s], k)
+	if f := c.cfg.health.OnShardStateChange; f != nil {
+		f(ShardStateChange{Shard: s.Name, Addr: s.Addr, Down: down, Err: err, At: time.Now()})
 	}
-	for target, ks := range byBackend {
-		cl := target.client
-		if target == b { // still marked down: its command client refuses to dial
-			if cl = b.heartbeatClient(); cl == nil {
-				return redis.ErrClosed
-			}
-		}
-		for len(ks) > 0 {
-			n := min(len(ks), 500)
-			if err := cl.Del(ctx, ks[:n]...).Err(); err != nil {
-				o.mu.Lock() // put them back for the next attempt
-				if o.on == nil {
-					o.on = map[string]*backend{}
-				}
-				for k, s := range keys {
-					o.on[k] = s
-				}
-				o.mu.Unlock()
-				return err
-			}
-			ks = ks[n:]
-		}
-	}
-	c.stats.outageKeysCleaned.Add(int64(len(keys)))
-	return nil
-}
-
-// serve returns the stand-in that serves the keys of a command owned by
-// shard i while i is down and failover is on. Each key's stand-in is its
-// own next live shard clockwise; a command whose keys would go to
-// different stand-ins is refused with ErrCrossShard, since running it on
-// the first key's would hide the others from their readers. Without
-// failover, or with no live stand-in, the error is i's ErrShardDown.
-func (t *topology) serve(i int, args []interface{}, keys []int) (int, error) {
-	if t.gutterTTL <= 0 || len(keys) == 0 {
-		return -1, t.shards[i].downError()
-	}
-	first := command.Arg(args[keys[0]])
-	j, ok := t.standIn(i, first)
-	if !ok {
-		return -1, t.shards[i].downError()
-	}
-	for _, k := range keys[1:] {
-		key := command.Arg(args[k])
-		if o, _ := t.standIn(i, key); o != j {
-			return -1, fmt.Errorf("%w: shard %s is down and the stand-ins of key %q and key %q differ",
-				ErrCrossShard, t.shards[i].Shard, first, key)
-		}
-	}
-	return j, nil
-}
-
-// recordStandIn records that the keys of a write owned by down shard i go
-// to stand-in j, and returns the commands that cap their TTL there; they
-// must run on j after the write. ok is false when i came up meanwhile:
-// the write must go to i instead.
-func (t *topology) recordStandIn(ctx context.Context, args []interface{}, keys []int, i, j int) (caps []redis.Cmder, ok bool) {
-	caps = make([]redis.Cmder, 0, len(keys))
-	for _, k := range keys {
-		key := command.Arg(args[k])
-		if !t.shards[i].recordOutage(key, t.shards[j].backend) {
-			return nil, false
-		}
-		caps = append(caps, redis.NewIntCmd(ctx, "pexpire", key, t.gutterTTL.Milliseconds(), "lt"))
-	}
-	return caps, true
-}
-
-// processDown runs a command whose owner i is down: on its stand-in when
-// failover is on, else it fails fast with ErrShardDown.
-func (c *client) processDown(ctx context.Context, top *topology, info command.Info, cmd redis.Cmder, keys []int, i int) error {
-	j, err := top.serve(i, cmd.Args(), keys)
-	if err != nil {
-		return err
-	}
-	c.stats.standInCommands.Add(1)
-	standIn := top.shards[j].client
-	if !info.MayWrite() {
-		err := standIn.Process(ctx, cmd)
-		if c.hot != nil {
-			c.hot.Served(info, cmd.Args(), keys, err)
-		}
-		return err
-	}
-	caps, ok := top.recordStandIn(ctx, cmd.Args(), keys, i, j)
-	if !ok { // the owner came up meanwhile
-		return top.shards[i].client.Process(ctx, cmd)
-	}
-	_, _ = standIn.Pipelined(ctx, func(p redis.Pipeliner) error {
-		_ = p.Process(ctx, cmd)
-		for _, c := range caps {
-			_ = p.Process(ctx, c)
-		}
-		return nil
-	})
-	if c.hot != nil {
-		c.hot.Written(info, cmd.Args(), keys)
-	}
-	return cmd.Err()
 }

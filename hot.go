@@ -36,7 +36,7 @@ var (
 // side of its seam (hot.Env, and the hotTopology and hotBackend views).
 func newHotPath(c *client, opt *HotKeyOptions) (*hot.Path, error) {
 	env := hot.Env{
-		Flights: c.flights.r,
+		Flights: c.flights,
 		EachShard: func(fn func(*hot.Shard)) {
 			for _, s := range c.top.Load().sources() {
 				if x := s.hot.Load(); x != nil {

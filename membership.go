@@ -372,7 +372,7 @@ func (c *client) moveOne(ctx context.Context, h *handoff, from, to *shard, key s
 	if err := c.awaitDrain(ctx, h); err != nil {
 		return err
 	}
-	_, _, err := c.flights.do(ctx, &h.group, key, handoffTimeout, func(mctx context.Context) (any, error) {
+	_, _, err := c.flights.Do(ctx, &h.group, key, handoffTimeout, func(mctx context.Context) (any, error) {
 		if !h.enterMove() {
 			return nil, nil // the change is over: the key is on its owner
 		}

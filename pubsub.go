@@ -100,15 +100,15 @@ func (c *client) followPubSub(ctx context.Context) {
 type pubsubHost struct{ c *client }
 
 func (p pubsubHost) Ring() pubsub.Ring                          { return pubsubRing{p.c.top.Load()} }
-func (p pubsubHost) Context() context.Context                   { return p.c.flights.ctx }
+func (p pubsubHost) Context() context.Context                   { return p.c.flights.Context() }
 func (p pubsubHost) Closed() bool                               { return p.c.closed.Load() }
 func (p pubsubHost) ProbeTimes() (time.Duration, time.Duration) { return p.c.probeTimes() }
 func (p pubsubHost) RESP3() bool {
 	return p.c.cfg.opt.shardOptions(Shard{}).Protocol != 2
 }
 
-// Go runs fn as one of the calls Close cancels (flights.ctx) and waits for.
-func (p pubsubHost) Go(fn func()) bool { return p.c.flights.r.Go(fn) }
+// Go runs fn as one of the calls Close cancels (flights.Context()) and waits for.
+func (p pubsubHost) Go(fn func()) bool { return p.c.flights.Go(fn) }
 
 // pubsubRing places subscriptions on a topology: a channel on its owner,
 // a pattern on every shard, and during a change on the other ring too,

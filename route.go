@@ -765,3 +765,90 @@ func cmdName(args []interface{}) string {
 
 // displayName turns "script|load" into "SCRIPT LOAD" for messages.
 func displayName(name string) string { return command.DisplayName(name) }
+
+// standIn returns the index of the shard that serves key while its owner
+// i is down: the next distinct shard clockwise that is up.
+func (t *topology) standIn(i int, key string) (int, bool) {
+	var buf [8]int
+	reps := t.ring.ReplicaIndexes(key, buf[:0], min(len(t.shards), 8))
+	for _, j := range reps {
+		if j != i && !t.shards[j].down.Load() {
+			return j, true
+		}
+	}
+	return -1, false
+}
+
+// serve returns the stand-in that serves the keys of a command owned by
+// shard i while i is down and failover is on. Each key's stand-in is its
+// own next live shard clockwise; a command whose keys would go to
+// different stand-ins is refused with ErrCrossShard, since running it on
+// the first key's would hide the others from their readers. Without
+// failover, or with no live stand-in, the error is i's ErrShardDown.
+func (t *topology) serve(i int, args []interface{}, keys []int) (int, error) {
+	if t.gutterTTL <= 0 || len(keys) == 0 {
+		return -1, t.shards[i].downError()
+	}
+	first := command.Arg(args[keys[0]])
+	j, ok := t.standIn(i, first)
+	if !ok {
+		return -1, t.shards[i].downError()
+	}
+	for _, k := range keys[1:] {
+		key := command.Arg(args[k])
+		if o, _ := t.standIn(i, key); o != j {
+			return -1, fmt.Errorf("%w: shard %s is down and the stand-ins of key %q and key %q differ",
+				ErrCrossShard, t.shards[i].Shard, first, key)
+		}
+	}
+	return j, nil
+}
+
+// recordStandIn records that the keys of a write owned by down shard i go
+// to stand-in j, and returns the commands that cap their TTL there; they
+// must run on j after the write. ok is false when i came up meanwhile:
+// the write must go to i instead.
+func (t *topology) recordStandIn(ctx context.Context, args []interface{}, keys []int, i, j int) (caps []redis.Cmder, ok bool) {
+	caps = make([]redis.Cmder, 0, len(keys))
+	for _, k := range keys {
+		key := command.Arg(args[k])
+		if o := t.shards[i]; !o.outage.Record(&o.down, key, t.shards[j].client) {
+			return nil, false
+		}
+		caps = append(caps, redis.NewIntCmd(ctx, "pexpire", key, t.gutterTTL.Milliseconds(), "lt"))
+	}
+	return caps, true
+}
+
+// processDown runs a command whose owner i is down: on its stand-in when
+// failover is on, else it fails fast with ErrShardDown.
+func (c *client) processDown(ctx context.Context, top *topology, info command.Info, cmd redis.Cmder, keys []int, i int) error {
+	j, err := top.serve(i, cmd.Args(), keys)
+	if err != nil {
+		return err
+	}
+	c.stats.standInCommands.Add(1)
+	standIn := top.shards[j].client
+	if !info.MayWrite() {
+		err := standIn.Process(ctx, cmd)
+		if c.hot != nil {
+			c.hot.Served(info, cmd.Args(), keys, err)
+		}
+		return err
+	}
+	caps, ok := top.recordStandIn(ctx, cmd.Args(), keys, i, j)
+	if !ok { // the owner came up meanwhile
+		return top.shards[i].client.Process(ctx, cmd)
+	}
+	_, _ = standIn.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_ = p.Process(ctx, cmd)
+		for _, c := range caps {
+			_ = p.Process(ctx, c)
+		}
+		return nil
+	})
+	if c.hot != nil {
+		c.hot.Written(info, cmd.Args(), keys)
+	}
+	return cmd.Err()
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+	"github.com/redshard/redshard/internal/health"
 	"github.com/redshard/redshard/internal/hot"
 	"github.com/redshard/redshard/internal/netconn"
 	"github.com/redshard/redshard/internal/pubsub"
@@ -53,11 +54,8 @@ type backend struct {
 
 	down    atomic.Bool                    // set by the health monitor
 	downErr atomic.Pointer[shardDownError] // what commands get while down, built once per outage
-	outage  outage                         // keys written to stand-ins while down (Failover)
-
-	// Heartbeat counters, touched only by the monitor goroutine.
-	fails, oks int
-	lastErr    error
+	outage  health.Outage                  // keys written to stand-ins while down (Failover)
+	beat    health.Beat                    // heartbeat counters, touched only by the monitor's goroutine
 
 	hot atomic.Pointer[hot.Shard] // nil until the hot-key layer first uses the shard
 
@@ -87,14 +85,14 @@ const (
 // Caller holds c.mu or owns c exclusively.
 func (c *client) newBackend(s Shard) *backend {
 	b := &backend{c: c, shard: s, id: s.identity()}
-	b.client = c.dial(s, connCommand, nil, timeoutHook{b}, heartbeatStart{c.monitor})
+	b.client = c.dial(s, connCommand, nil, timeoutHook{b}, c.monitor.Hook())
 	// Below the hooks added so far (shard hooks added later sit below it):
 	// the hooks above it see a command cut off by markDown fail with the
 	// shard's ErrShardDown.
 	b.client.AddHook(failFast{b})
 	b.ctxTimeout = b.client.Options().ContextTimeoutEnabled
 	if !c.cfg.health.Disable && b.client.Options().MaxRetries > 0 {
-		b.peekClock = &c.beats
+		b.peekClock = c.monitor.Ticks()
 	}
 	if o := c.cfg.opt.AutoPipelineOptions; c.cfg.opt.AutoPipeline && o != nil && o.FullDuplex && s.Failover == nil {
 		b.stream = c.dialWith(s, connStream, nil, b.streamDialer)
@@ -110,7 +108,7 @@ func (c *client) newBackend(s Shard) *backend {
 // and track the connection for markDown.
 func (b *backend) streamDialer(next dialer) dialer {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		b.c.monitor.start()
+		b.c.monitor.Start()
 		conn, err := next(ctx, network, addr)
 		if err != nil {
 			return nil, err
