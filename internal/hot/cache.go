@@ -264,7 +264,12 @@ func (h *Path) fetch(ctx context.Context, s Backend, hs *Shard, t localcache.Tic
 			// nothing would tell us of a change.
 			store = false
 			_ = s.Client().Process(ctx, cmd)
-		} else if !hs.trackedRead(ctx, id, cmd) {
+		} else if ok, sent := hs.trackedRead(ctx, id, cmd); !sent {
+			// Its batch's connection failed: read it untracked instead.
+			store = false
+			cmd.SetErr(nil)
+			_ = s.Client().Process(ctx, cmd)
+		} else if !ok {
 			store = false
 		}
 	case InvalidationStalenessOnly:
