@@ -52,9 +52,10 @@ func admitClient(t *testing.T) (*redshard.Client, *redis.Client) {
 }
 
 // TestHotAdmitsFrequentKeys: with LocalCache, a key the detector does not
-// find hot is cached from its second read on (issue 27 item 2), tracked by
-// the server, and another process's write to it is seen through its
-// invalidation; a key read once is neither cached nor tracked.
+// find hot is cached (issue 27 item 2) from its first read while the cache
+// has room (TestHotAdmittedCacheWithinCacheBytes: from its second once it
+// is full), tracked by the server, and another process's write to it is
+// seen through its invalidation.
 func TestHotAdmitsFrequentKeys(t *testing.T) {
 	c, admin := admitClient(t)
 	ctx := context.Background()
@@ -64,11 +65,9 @@ func TestHotAdmitsFrequentKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for range 2 { // the first read counts, the second fills
-		for i := range n {
-			if v, err := c.Get(ctx, fmt.Sprint("warm:", i)).Result(); err != nil || v != strconv.Itoa(i) {
-				t.Fatalf("GET warm:%d = %q, %v", i, v, err)
-			}
+	for i := range n { // the first read fills
+		if v, err := c.Get(ctx, fmt.Sprint("warm:", i)).Result(); err != nil || v != strconv.Itoa(i) {
+			t.Fatalf("GET warm:%d = %q, %v", i, v, err)
 		}
 	}
 	for _, k := range c.HotKeys() {
@@ -78,7 +77,7 @@ func TestHotAdmitsFrequentKeys(t *testing.T) {
 	}
 	tracked := infoField(t, admin, "stats", "tracking_total_keys")
 	if tracked < n {
-		t.Fatalf("tracking_total_keys = %d after two reads of %d keys; want them all tracked", tracked, n)
+		t.Fatalf("tracking_total_keys = %d after a read of %d keys; want them all tracked", tracked, n)
 	}
 	gets, hits := infoField(t, admin, "commandstats", "cmdstat_get"), c.Stats().Hot.CacheHits
 	for i := range n {
@@ -91,7 +90,7 @@ func TestHotAdmitsFrequentKeys(t *testing.T) {
 	hits = c.Stats().Hot.CacheHits - hits
 	gets = infoField(t, admin, "commandstats", "cmdstat_get") - gets
 	if hits < n*95/100 || hits+gets != n {
-		t.Fatalf("a third read of %d keys read twice: %d cache hits, %d GETs sent; want (almost) all hits (%+v)",
+		t.Fatalf("a second read of %d keys: %d cache hits, %d GETs sent; want (almost) all hits (%+v)",
 			n, hits, gets, c.Stats().Hot.Cache)
 	}
 
@@ -101,19 +100,6 @@ func TestHotAdmitsFrequentKeys(t *testing.T) {
 	}
 	eventually(t, "the write's invalidation", func() bool { return c.Get(ctx, "warm:7").Val() == "written" })
 
-	// Keys read once are read from the server and not tracked.
-	tracked = infoField(t, admin, "stats", "tracking_total_keys")
-	gets = infoField(t, admin, "commandstats", "cmdstat_get")
-	for i := range n {
-		c.Get(ctx, fmt.Sprint("once:", i))
-	}
-	if got := infoField(t, admin, "commandstats", "cmdstat_get") - gets; got != n {
-		t.Fatalf("%d keys read once sent %d GETs", n, got)
-	}
-	// The sketch may take a rare key for one it saw (a collision): a few.
-	if got := infoField(t, admin, "stats", "tracking_total_keys") - tracked; got > n/20 {
-		t.Fatalf("%d keys read once: %d more tracked keys; want (almost) none", n, got)
-	}
 }
 
 // TestHotTrackingTableEvicts: a server whose tracking table is full
@@ -163,7 +149,8 @@ func TestHotTrackingTableEvicts(t *testing.T) {
 
 // TestHotAdmittedCacheWithinCacheBytes: reading many more keys than
 // CacheBytes holds, each several times, keeps the cache within CacheBytes
-// while it still answers reads.
+// while it still answers reads; once it is full, keys read once are read
+// from the server and not tracked (OPTIN: no CLIENT CACHING YES for them).
 func TestHotAdmittedCacheWithinCacheBytes(t *testing.T) {
 	const budget = 256 << 10
 	c, servers := hotClient(t, 1, redshard.HotKeyOptions{Mitigation: redshard.LocalCache, MaxStaleness: time.Hour, CacheBytes: budget})
@@ -195,6 +182,23 @@ func TestHotAdmittedCacheWithinCacheBytes(t *testing.T) {
 	}
 	if st.CacheHits == 0 {
 		t.Fatal("no read was answered from the cache")
+	}
+
+	tracked := infoField(t, admin, "stats", "tracking_total_keys")
+	gets := infoField(t, admin, "commandstats", "cmdstat_get")
+	const once = 200
+	for i := range once {
+		c.Get(ctx, fmt.Sprint("once:", i))
+	}
+	if got := infoField(t, admin, "commandstats", "cmdstat_get") - gets; got != once {
+		t.Fatalf("%d keys read once sent %d GETs", once, got)
+	}
+	// The sketch may take a rare key for one it saw (a collision): with a
+	// budget this small it has 1,024 counters a row for the 5,000 keys
+	// read above, so many collide (81 of the 200 in the runs of
+	// 2026-12-04); with room, all 200 would be tracked.
+	if got := infoField(t, admin, "stats", "tracking_total_keys") - tracked; got > once/2 {
+		t.Fatalf("%d keys read once into a full cache: %d more tracked keys; want fewer than half", once, got)
 	}
 }
 

@@ -1,6 +1,7 @@
 package localcache
 
 import (
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 
@@ -8,13 +9,23 @@ import (
 )
 
 // admitMin is the estimated number of recent reads of a key from which
-// Admit says its replies are worth caching: a key read once (the bulk of
-// the distinct keys of a skewed workload, read once and never again) is
-// not, a key read again within the sketch's window is.
+// Admit says its replies are worth caching once the cache is full: a key
+// read once (the bulk of the distinct keys of a skewed workload, read once
+// and never again) is not, a key read again within the sketch's window is.
 const admitMin = 2
 
 // sketchRows is the number of rows of the frequency sketch.
 const sketchRows = 4
+
+const (
+	// roomEvery is how many counted reads (the sketch's increments) Admit
+	// lets pass between two looks at the cache's fill (one lock of
+	// ristretto's policy each).
+	roomEvery = 1024
+	// roomShare: the cache has room while more than MaxBytes/roomShare of
+	// its budget is free.
+	roomShare = 32
+)
 
 // sketch is a count-min sketch of 4-bit counters (TinyLFU's frequency
 // sketch, Einziger, Friedman and Manes 2017) of the keys a caller asked
@@ -36,6 +47,8 @@ type sketch struct {
 	adds   atomic.Int64 // increments since the last halving
 	aging  sync.Mutex
 	halved atomic.Uint64 // halvings so far (tests)
+
+	full atomic.Bool // the cache had no room at the last look (see Cache.Admit)
 }
 
 func newSketch(numCounters int64) *sketch {
@@ -62,19 +75,21 @@ func (s *sketch) index(h uint64, i int) (word *atomic.Uint64, shift uint) {
 }
 
 // add counts one read of the key whose hash is h and returns the estimate
-// of its recent reads, this one included. It raises only the counters at
-// the minimum (conservative update), which keeps the estimates of rare
-// keys low in a sketch shared with frequent ones.
-func (s *sketch) add(h uint64) int {
+// of its recent reads, this one included, and the number of increments
+// since the last halving, this one included (0 if the key's counters are
+// saturated and nothing was raised). It raises only the counters at the
+// minimum (conservative update), which keeps the estimates of rare keys
+// low in a sketch shared with frequent ones.
+func (s *sketch) add(h uint64) (est int, n int64) {
 	var words [sketchRows]*atomic.Uint64
 	var shifts [sketchRows]uint
-	est := 15
+	est = 15
 	for i := range words {
 		words[i], shifts[i] = s.index(h, i)
 		est = min(est, int(words[i].Load()>>shifts[i]&15))
 	}
 	if est == 15 {
-		return est // saturated: nothing to raise
+		return est, 0 // saturated: nothing to raise
 	}
 	for i, w := range words {
 		for {
@@ -85,10 +100,10 @@ func (s *sketch) add(h uint64) int {
 			}
 		}
 	}
-	if s.adds.Add(1) >= s.period {
+	if n = s.adds.Add(1); n >= s.period {
 		s.age()
 	}
-	return est + 1
+	return est + 1, n
 }
 
 // age halves every counter, once per period (the goroutine that finds it
@@ -117,23 +132,44 @@ func (s *sketch) age() {
 }
 
 // Admit counts one read of key and reports whether its replies are worth
-// caching: whether the key was read at least once before within about the
-// last NumCounters reads that were counted here (older reads weigh less),
-// as estimated by a frequency sketch of the keys (TinyLFU's). A caller
-// asks before sending a read of a key it does not know to be hot, and
-// reads through the cache (a tracked read that fills it) only when Admit
-// says yes, so that the keys read once, the bulk of a skewed workload's
-// tail, cost nothing but the count. Ristretto's own admission policy then
-// still decides, when the cache is full, whether a filled reply displaces
-// another.
+// caching. While the cache has room (more than MaxBytes/32 of its budget
+// free, as last seen: Admit looks once every 1024 reads it counts), every
+// key is: caching it costs nothing that another entry would need. Once the
+// cache is full, only a key read at least once before within about the
+// last NumCounters reads counted here (older reads weigh less) is, as
+// estimated by a frequency sketch of the keys (TinyLFU's), so that the
+// keys read once, the bulk of a skewed workload's tail, cost nothing but
+// the count; ristretto's own admission policy then still decides whether a
+// filled reply displaces another. A caller asks before sending a read of a
+// key it does not know to be hot, and reads through the cache (a tracked
+// read that fills it) only when Admit says yes.
 //
-// Admit is safe for concurrent use, takes no lock and does not allocate.
-// A nil Cache admits nothing. The sketch's memory (at most 2×NumCounters
-// bytes: 1 MiB with the defaults of a 64 MiB cache) is fixed, allocated by
-// New, and not charged against MaxBytes.
+// Admit is safe for concurrent use and does not allocate; it takes no lock
+// but, once every 1024 calls, ristretto's policy lock to read the cache's
+// fill. A nil Cache admits nothing. The sketch's memory (at most
+// 2×NumCounters bytes: 1 MiB with the defaults of a 64 MiB cache) is
+// fixed, allocated by New, and not charged against MaxBytes.
 func (c *Cache) Admit(key string) bool {
 	if c == nil {
 		return false
 	}
-	return c.admit.add(xxhash.Sum64String(key)) >= admitMin
+	est, n := c.admit.add(xxhash.Sum64String(key))
+	if est >= admitMin {
+		return true
+	}
+	if n%roomEvery == 0 && n != 0 {
+		c.lookAtRoom()
+	}
+	return !c.admit.full.Load()
+}
+
+// lookAtRoom records whether the cache has room (see Admit).
+func (c *Cache) lookAtRoom() {
+	g, open := c.guard.enter(rand.Uint32())
+	if !open {
+		return
+	}
+	free := c.rc.RemainingCost()
+	c.guard.leave(g)
+	c.admit.full.Store(free <= c.maxBytes/roomShare)
 }

@@ -8,18 +8,52 @@ import (
 	"github.com/redshard/redshard/localcache"
 )
 
-// TestAdmitSecondRead: a key is admitted from its second read on, not at
-// its first; a nil Cache admits nothing.
-func TestAdmitSecondRead(t *testing.T) {
-	c := newCache(t, &localcache.Config{MaxBytes: 1 << 20})
+// fillUp fills c with entries until less than 1/32 of its budget is free,
+// and makes Admit see it.
+func fillUp(t *testing.T, c *localcache.Cache) {
+	t.Helper()
+	val := string(make([]byte, 100))
+	for i := 0; ; i++ {
+		if i%64 == 0 {
+			c.Wait()
+			if st := c.Stats(); st.MaxBytes-st.Bytes < st.MaxBytes/32 {
+				break
+			}
+		}
+		if i > 1<<20 {
+			t.Fatalf("%d entries did not fill the cache: %+v", i, c.Stats())
+		}
+		c.Set(7, fmt.Sprint("fill:", i), "get", val, int64(len(val)), hour)
+	}
+	c.LookAtRoom()
+}
+
+// TestAdmitFirstReadWhileRoom: while the cache has room, a key is admitted
+// at its first read; once it is full (Admit looks at its fill now and
+// then), only from its second read. A nil Cache admits nothing.
+func TestAdmitFirstReadWhileRoom(t *testing.T) {
+	c := newCache(t, &localcache.Config{MaxBytes: 64 << 10})
+	for i := range 100 {
+		if k := fmt.Sprintf("room:%d", i); !c.Admit(k) {
+			t.Fatalf("Admit(%q) at its first read into an empty cache = false", k)
+		}
+	}
+	fillUp(t, c)
 	for i := range 100 {
 		k := fmt.Sprintf("k%d", i)
 		if c.Admit(k) {
-			t.Fatalf("Admit(%q) at its first read = true", k)
+			t.Fatalf("Admit(%q) at its first read into a full cache = true", k)
 		}
 		if !c.Admit(k) {
 			t.Fatalf("Admit(%q) at its second read = false", k)
 		}
+	}
+	// Room again (the entries were invalidated and expired, say): after
+	// Admit's next look, first reads are admitted again.
+	c.Clear()
+	c.LookAtRoom()
+	if !c.Admit("again") {
+		t.Fatal("a first read was not admitted once the cache had room again")
 	}
 	var nilCache *localcache.Cache
 	if nilCache.Admit("k") || nilCache.Admit("k") {
@@ -27,11 +61,32 @@ func TestAdmitSecondRead(t *testing.T) {
 	}
 }
 
-// TestAdmitTailOnce: of many keys read once each (a skewed workload's
-// tail), almost none is admitted at its read: the sketch's collisions
-// stay rare.
+// TestAdmitLooksAtRoom: Admit finds out by itself, within a few thousand
+// reads, that the cache filled up.
+func TestAdmitLooksAtRoom(t *testing.T) {
+	c := newCache(t, &localcache.Config{MaxBytes: 64 << 10, NumCounters: 1 << 16})
+	val := string(make([]byte, 100))
+	for i := range 2000 {
+		c.Set(7, fmt.Sprint("fill:", i), "get", val, int64(len(val)), hour)
+	}
+	c.Wait()
+	firstReads := 0
+	for i := range 20000 {
+		if c.Admit(fmt.Sprint("tail:", i)) {
+			firstReads++
+		}
+	}
+	if firstReads == 20000 {
+		t.Fatalf("20000 first reads into a full cache (%+v) were all admitted", c.Stats())
+	}
+}
+
+// TestAdmitTailOnce: once the cache is full, of many keys read once each
+// (a skewed workload's tail), almost none is admitted at its read: the
+// sketch's collisions stay rare.
 func TestAdmitTailOnce(t *testing.T) {
-	c := newCache(t, &localcache.Config{MaxBytes: 1 << 20, NumCounters: 1 << 16})
+	c := newCache(t, &localcache.Config{MaxBytes: 64 << 10, NumCounters: 1 << 16})
+	fillUp(t, c)
 	admitted := 0
 	const n = 20000
 	for i := range n {
@@ -48,7 +103,8 @@ func TestAdmitTailOnce(t *testing.T) {
 // so a key read once long ago counts for nothing and is not admitted at
 // its next read.
 func TestAdmitAges(t *testing.T) {
-	c := newCache(t, &localcache.Config{MaxBytes: 1 << 20, NumCounters: 4096})
+	c := newCache(t, &localcache.Config{MaxBytes: 64 << 10, NumCounters: 4096})
+	fillUp(t, c)
 	c.Admit("old")
 	c.Age()
 	if c.Admit("old") {

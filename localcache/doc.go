@@ -89,10 +89,11 @@
 // # Admission
 //
 // Admit is for a caller that must decide, before it reads a key, whether
-// to read it through the cache (a tracked read that fills it) or past it:
-// a TinyLFU-style count-min sketch of 4-bit counters, halved every
-// NumCounters calls, admits a key from its second read within about that
-// many reads. So a skewed workload's tail, keys read once, is never
+// to read it through the cache (a tracked read that fills it) or past it.
+// While the cache has room it admits every key at its first read; once it
+// is full, a TinyLFU-style count-min sketch of 4-bit counters, halved
+// every NumCounters calls, admits a key from its second read within about
+// that many reads. So a full cache's tail, keys read once, is neither
 // cached nor tracked, while every key read again soon is; ristretto's own
 // admission still decides, once the cache is full, which entry a fill
 // displaces, and MaxBytes bounds the whole.

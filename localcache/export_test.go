@@ -22,3 +22,7 @@ func (c *Cache) Age() {
 
 // Halvings returns how many times the admission sketch was halved.
 func (c *Cache) Halvings() uint64 { return c.admit.halved.Load() }
+
+// LookAtRoom makes Admit look at the cache's fill now, as it does once
+// every 1024 reads it counts.
+func (c *Cache) LookAtRoom() { c.lookAtRoom() }

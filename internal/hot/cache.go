@@ -160,16 +160,17 @@ var plainSubKeys = func() map[string][replyval.KindCmd + 1]string {
 var getSubKey = plainSubKeys["get"][replyval.KindString]
 
 // admits reports whether a read of key on shard s, a key the detector does
-// not find hot, goes through the local cache all the same: the cache's
-// frequency sketch finds it read before (localcache.Cache.Admit, which
-// counts this read), and the shard's server tracks the keys it caches, so
-// that the reply lags another process's write only by its invalidation.
-// On a shard without tracking only hot keys are cached, as their reply
-// may lag such a write by MaxStaleness. With AutoPipeline too: its misses
-// would leave the batches for a round trip each on the tracking
-// connections, which cost 2.4 times the CPU per operation under Zipf 1.2
-// (docs/results.md). A nil ctx never probes an unprobed shard for
-// tracking.
+// not find hot, goes through the local cache all the same: the cache
+// admits it (localcache.Cache.Admit, which counts this read: any key while
+// the cache has room, a key its frequency sketch finds read before once it
+// is full), and the shard's server tracks the keys it caches, so that the
+// reply lags another process's write only by its invalidation. On a shard
+// without tracking only hot keys are cached, as their reply may lag such a
+// write by MaxStaleness. With AutoPipeline too: its misses leave the
+// AutoPipeliner's batches for the tracked reads' (batched per shard, but
+// on connections of their own), which cost more client CPU per operation
+// under Zipf 1.2 than they saved (docs/results.md). A nil ctx never
+// probes an unprobed shard for tracking.
 func (h *Path) admits(ctx context.Context, s Backend, key string) bool {
 	if s.AutoPipelined() || !h.cache.Admit(key) {
 		return false
@@ -264,7 +265,12 @@ func (h *Path) fetch(ctx context.Context, s Backend, hs *Shard, t localcache.Tic
 			// nothing would tell us of a change.
 			store = false
 			_ = s.Client().Process(ctx, cmd)
-		} else if !hs.trackedRead(ctx, id, cmd) {
+		} else if ok, sent := hs.trackedRead(ctx, id, cmd); !sent {
+			// Its batch's connection failed: read it untracked instead.
+			store = false
+			cmd.SetErr(nil)
+			_ = s.Client().Process(ctx, cmd)
+		} else if !ok {
 			store = false
 		}
 	case InvalidationStalenessOnly:

@@ -48,9 +48,10 @@ const (
 // its cached replies fresh. It is safe for concurrent use.
 //
 // Tracking uses two clients of the shard's own: reader sends the tracked
-// reads, as one pipeline each (CLIENT CACHING YES, the read, after CLIENT
-// TRACKING ON REDIRECT <id> OPTIN on a connection not yet pointed at the
-// live id; see trackedRead), and sub holds the PubSub connection that
+// reads, the concurrent ones batched into one pipeline (each read a pair,
+// CLIENT CACHING YES and the read, after CLIENT TRACKING ON REDIRECT <id>
+// OPTIN on a connection not yet pointed at the live id; see trackedRead),
+// and sub holds the PubSub connection that
 // receives the invalidations. Its OnConnect records the connection's ID
 // (pending); the ID becomes live, and is used in reads, once that
 // connection's SUBSCRIBE is confirmed. Whenever the connection is lost or
@@ -87,6 +88,7 @@ type Shard struct {
 	ids   map[int64]struct{} // CLIENT IDs of the reader's connections, as they connected
 
 	idle  chan *trackedConn // reader connections between tracked reads; set once with tracking
+	batch batcher           // the tracked reads waiting for a reader connection
 	hooks atomic.Uint64     // bumped by AddHook: older idle connections lack the hook
 	shut  atomic.Bool       // set by Close: idle connections are closed, not kept
 }
@@ -279,41 +281,149 @@ func (hs *Shard) AddHook(newHook func() redis.Hook) {
 	}
 }
 
-// trackedRead sends cmd on the reader as a tracked read redirected to id,
-// and reports whether the server accepted the tracking.
+// maxTrackedBatches bounds the batches of tracked reads a shard has in
+// flight at once, each on a reader connection of its own (see
+// trackedRead). Misses that arrive while all of them are in flight queue,
+// and go out together as the next batch.
+const maxTrackedBatches = 2
+
+// trackedReq is one miss's tracked read in a shard's batcher: the read,
+// the invalidation connection it is redirected to, and what came of it.
+// Its batch's sender sets ok and failed before waking it.
+type trackedReq struct {
+	id  int64
+	cmd redis.Cmder
+
+	on, caching *redis.Cmd // the batch's commands for this read (on: nil if none was needed)
+
+	ok     bool // the server accepted the tracking
+	failed bool // the batch failed other than by a server's reply: nothing is known of the read
+
+	// wake receives true when a finished batch hands this request's caller
+	// the sending of the next one, and false once its own batch is done;
+	// true (at most once) always comes first. Two slots: neither send
+	// ever blocks.
+	wake chan bool
+}
+
+// batcher queues a shard's tracked reads (see trackedRead). Its fields
+// are guarded by mu.
+type batcher struct {
+	mu       sync.Mutex
+	queue    []*trackedReq
+	inflight int  // batch slots held (at most maxTrackedBatches), including a handed one
+	handed   bool // a slot was handed to the queue's first request, which has not taken it yet
+}
+
+// trackedRead sends cmd on the reader as a tracked read redirected to id.
+// ok reports whether the server accepted the tracking; sent is false when
+// the read's batch failed other than by a server's reply (a connection
+// closed or broken mid-batch, a context ended): cmd then holds that error
+// and nothing is known of what the server did.
 //
-// It is two commands on the wire, CLIENT CACHING YES and the read, in one
-// round trip, on a connection whose tracking already points to id; on one
-// that does not (new, or made before the invalidation connection was
-// replaced) CLIENT TRACKING ON REDIRECT <id> OPTIN goes first.
-func (hs *Shard) trackedRead(ctx context.Context, id int64, cmd redis.Cmder) bool {
-	tc := hs.takeConn()
-	var on, caching *redis.Cmd
-	_, _ = tc.cn.Pipelined(ctx, func(p redis.Pipeliner) error {
-		if tc.redirect != id {
-			on = p.Do(ctx, "client", "tracking", "on", "redirect", id, "optin")
-		}
-		// CACHING YES must come right before the read.
-		caching = p.Do(ctx, "client", "caching", "yes")
-		return p.Process(ctx, cmd)
-	})
-	ok := (on == nil || on.Err() == nil) && caching.Err() == nil
-	if on != nil {
-		tc.redirect = 0
-		if on.Err() == nil {
-			tc.redirect = id
-		}
+// Each read is two commands on the wire, CLIENT CACHING YES and the read,
+// on a connection whose tracking already points to id; on one that does
+// not (new, or made before the invalidation connection was replaced)
+// CLIENT TRACKING ON REDIRECT <id> OPTIN goes first. The reads of the
+// misses waiting at one moment share one round trip: the first to arrive
+// while fewer than maxTrackedBatches batches are in flight sends what is
+// queued, itself included, as one pipeline on one reader connection; those
+// that arrive meanwhile queue, and when a batch returns, the first of them
+// is handed its slot and sends the queue as the next batch. Pairs do not
+// interleave: each CACHING YES comes right before its own read.
+func (hs *Shard) trackedRead(ctx context.Context, id int64, cmd redis.Cmder) (ok, sent bool) {
+	r := &trackedReq{id: id, cmd: cmd, wake: make(chan bool, 2)}
+	b := &hs.batch
+	b.mu.Lock()
+	b.queue = append(b.queue, r)
+	lead := b.inflight < maxTrackedBatches
+	if lead {
+		b.inflight++
 	}
-	// A failure that is not the server's reply (a network error, a
-	// context ended mid-read) leaves the connection in doubt: close it.
-	bad := false
-	for _, err := range []error{caching.Err(), cmd.Err()} {
-		if err != nil && err != redis.Nil && !rediserr.Is(err) {
-			bad = true
+	b.mu.Unlock()
+	if lead {
+		hs.sendQueued(ctx, false)
+	}
+	for <-r.wake {
+		hs.sendQueued(ctx, true)
+	}
+	return r.ok, !r.failed
+}
+
+// sendQueued holds a batch slot (taken by trackedRead, or handed to its
+// caller when handed is true): it sends the queued reads as one batch,
+// then hands the slot to the first read queued meanwhile, or frees it.
+func (hs *Shard) sendQueued(ctx context.Context, handed bool) {
+	b := &hs.batch
+	b.mu.Lock()
+	if handed {
+		b.handed = false
+	}
+	batch := b.queue
+	b.queue = nil
+	if len(batch) == 0 { // another sender took them
+		b.inflight--
+		b.mu.Unlock()
+		return
+	}
+	b.mu.Unlock()
+
+	hs.sendBatch(ctx, batch)
+
+	b.mu.Lock()
+	if len(b.queue) > 0 && !b.handed {
+		b.handed = true
+		b.queue[0].wake <- true // under mu: before the request can leave the queue
+	} else {
+		b.inflight--
+	}
+	b.mu.Unlock()
+	for _, r := range batch {
+		r.wake <- false
+	}
+}
+
+// sendBatch sends batch's tracked reads as one pipeline on one reader
+// connection and records each one's outcome.
+func (hs *Shard) sendBatch(ctx context.Context, batch []*trackedReq) {
+	tc := hs.takeConn()
+	_, _ = tc.cn.Pipelined(ctx, func(p redis.Pipeliner) error {
+		redirect := tc.redirect
+		var on *redis.Cmd
+		for _, r := range batch {
+			if r.id != redirect {
+				on = p.Do(ctx, "client", "tracking", "on", "redirect", r.id, "optin")
+				redirect = r.id
+			}
+			r.on = on
+			// CACHING YES must come right before the read.
+			r.caching = p.Do(ctx, "client", "caching", "yes")
+			_ = p.Process(ctx, r.cmd)
 		}
+		return nil
+	})
+	// A failure that is not the server's reply (a network error, a context
+	// ended mid-read) leaves the connection in doubt: it is closed, not
+	// reused, and the reads it touched are reported unsent.
+	bad := false
+	for _, r := range batch {
+		if r.on != nil {
+			// The connection's tracking points to the last redirect it accepted.
+			tc.redirect = 0
+			if r.on.Err() == nil {
+				tc.redirect = r.id
+			}
+		}
+		r.ok = (r.on == nil || r.on.Err() == nil) && r.caching.Err() == nil
+		for _, err := range []error{r.caching.Err(), r.cmd.Err()} {
+			if err != nil && err != redis.Nil && !rediserr.Is(err) {
+				r.failed = true
+			}
+		}
+		bad = bad || r.failed
+		r.on, r.caching = nil, nil
 	}
 	hs.putConn(tc, bad)
-	return ok
 }
 
 // takeConn returns an idle reader connection, or a new one.

@@ -1,0 +1,259 @@
+package integration_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// batchGate is a shard hook that sees the tracked reads' pipelines (those
+// holding CLIENT CACHING YES): it counts them and their reads, and while
+// closed it holds each one before it is sent, until opened.
+type batchGate struct {
+	pipelines, reads atomic.Int64
+	held             atomic.Int64 // pipelines waiting at the gate
+	mu               sync.Mutex
+	open             chan struct{} // nil: the gate lets everything through
+}
+
+func (g *batchGate) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.open = make(chan struct{})
+}
+
+func (g *batchGate) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.open != nil {
+		close(g.open)
+		g.open = nil
+	}
+}
+
+func (g *batchGate) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (g *batchGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (g *batchGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		n := 0
+		for _, c := range cmds {
+			if strings.EqualFold(fmt.Sprint(c.Args()), "[client caching yes]") {
+				n++
+			}
+		}
+		if n > 0 {
+			g.pipelines.Add(1)
+			g.reads.Add(int64(n))
+			g.mu.Lock()
+			open := g.open
+			g.mu.Unlock()
+			if open != nil {
+				g.held.Add(1)
+				<-open
+				g.held.Add(-1)
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// inTrackedRead counts the goroutines inside the hot path's tracked read
+// (queued for a batch, or sending one).
+func inTrackedRead() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return bytes.Count(buf[:n], []byte("internal/hot.(*Shard).trackedRead("))
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// TestHotMissesShareRoundTrips (issue 27): misses of one shard that wait
+// at the same moment go out together, their (CLIENT CACHING YES, read)
+// pairs in one pipeline on one reader connection. With both batch slots
+// held at a gate and every other miss queued behind them, n misses take
+// three pipelines: the two held and one with all the rest. Each pair still
+// fills the cache as a tracked read does, and another process's write to
+// one of those keys is seen through its invalidation.
+func TestHotMissesShareRoundTrips(t *testing.T) {
+	c, admin := admitClient(t)
+	ctx := context.Background()
+	gate := &batchGate{}
+	c.AddHook(gate)
+	const n = 24
+	for i := range n {
+		key := fmt.Sprint("batch:", i)
+		if err := admin.Set(ctx, key, i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		c.Get(ctx, key) // counted by the sketch (or filled): the next read is admitted
+		if err := admin.Set(ctx, key, fmt.Sprint("v", i), 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The writes above invalidated whatever the first reads cached.
+	eventually(t, "the writes' invalidations", func() bool {
+		for i := range n {
+			if c.Get(ctx, fmt.Sprint("batch:", i)).Val() != fmt.Sprint("v", i) {
+				return false
+			}
+		}
+		return true
+	})
+	inv := c.Stats().Hot.Invalidations
+	for i := range n {
+		if err := admin.Set(ctx, fmt.Sprint("batch:", i), fmt.Sprint("w", i), 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "the second writes' invalidations", func() bool {
+		return c.Stats().Hot.Invalidations >= inv+n
+	})
+	gets := infoField(t, admin, "commandstats", "cmdstat_get")
+	pipelines, reads := gate.pipelines.Load(), gate.reads.Load()
+
+	gate.close()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key, want := fmt.Sprint("batch:", i), fmt.Sprint("w", i)
+			if v, err := c.Get(ctx, key).Result(); err != nil || v != want {
+				errs <- fmt.Errorf("GET %s = %q, %v; want %q", key, v, err, want)
+			}
+		}()
+	}
+	eventually(t, "every miss in a tracked read, two batches held", func() bool {
+		return inTrackedRead() == n && gate.held.Load() == 2
+	})
+	gate.release()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	pipelines, reads = gate.pipelines.Load()-pipelines, gate.reads.Load()-reads
+	if reads != n || pipelines != 3 {
+		t.Fatalf("%d concurrent misses went out as %d tracked reads in %d pipelines; want %d reads in 3",
+			n, reads, pipelines, n)
+	}
+	if got := infoField(t, admin, "commandstats", "cmdstat_get") - gets; got != n {
+		t.Fatalf("%d misses sent %d GETs", n, got)
+	}
+	// Every pair filled the cache as a tracked read.
+	hits := c.Stats().Hot.CacheHits
+	for i := range n {
+		if v := c.Get(ctx, fmt.Sprint("batch:", i)).Val(); v != fmt.Sprint("w", i) {
+			t.Fatalf("GET batch:%d = %q after the batch", i, v)
+		}
+	}
+	if got := c.Stats().Hot.CacheHits - hits; got < n*9/10 {
+		t.Fatalf("%d of %d reads after the batch were cache hits; want (almost) all", got, n)
+	}
+	if err := admin.Set(ctx, "batch:5", "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the invalidation of a key read in a batch", func() bool {
+		return c.Get(ctx, "batch:5").Val() == "x"
+	})
+}
+
+// TestHotBatchConnectionKilled (issue 27): the server closes the reader
+// connection while a batch of tracked reads is about to go out on it, and
+// another process writes one of the keys. The batch fails; its misses read
+// from the shard untracked (no error for their callers, the write's value),
+// and cache nothing: a later write by another process is seen at once,
+// with MaxStaleness an hour, though no invalidation could come for a read
+// that the server did not track.
+func TestHotBatchConnectionKilled(t *testing.T) {
+	c, admin := admitClient(t)
+	ctx := context.Background()
+	gate := &batchGate{}
+	c.AddHook(gate)
+	const n = 8
+	for i := range n {
+		key := fmt.Sprint("killed:", i)
+		if err := admin.Set(ctx, key, "v1", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		c.Get(ctx, key) // counted: the next read is admitted
+		if err := admin.Set(ctx, key, "v2", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "the writes' invalidations", func() bool {
+		for i := range n {
+			if c.Get(ctx, fmt.Sprint("killed:", i)).Val() != "v2" {
+				return false
+			}
+		}
+		return true
+	})
+	inv := c.Stats().Hot.Invalidations
+	for i := range n {
+		if err := admin.Set(ctx, fmt.Sprint("killed:", i), "v3", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "the second writes' invalidations", func() bool {
+		return c.Stats().Hot.Invalidations >= inv+n
+	})
+	lost := c.Stats().Hot.TrackingLost
+
+	gate.close()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := fmt.Sprint("killed:", i)
+			if v, err := c.Get(ctx, key).Result(); err != nil || (v != "v3" && v != "v4") {
+				errs <- fmt.Errorf("GET %s = %q, %v; want v3 or v4", key, v, err)
+			}
+		}()
+	}
+	eventually(t, "a batch held", func() bool { return gate.held.Load() > 0 })
+	// Every reading connection goes (the invalidation connection too: it
+	// is RESP2 pub/sub, TYPE pubsub, and stays).
+	if err := admin.Do(ctx, "client", "kill", "type", "normal").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := admin.Set(ctx, fmt.Sprint("killed:", i), "v4", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gate.release()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if c.Stats().Hot.TrackingLost == lost {
+		t.Fatal("the killed reader connection did not drop the shard's cached replies")
+	}
+	for i := range n {
+		key := fmt.Sprint("killed:", i)
+		if v := c.Get(ctx, key).Val(); v != "v4" {
+			t.Fatalf("GET %s = %q after the killed batch; want v4", key, v)
+		}
+		if err := admin.Set(ctx, key, "v5", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "another process's write after the killed batch", func() bool {
+			return c.Get(ctx, key).Val() == "v5"
+		})
+	}
+}
