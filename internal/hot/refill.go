@@ -52,20 +52,24 @@ const refillWait = trackingPing
 // refills is a shard's write-through refills waiting for their marks.
 type refills struct {
 	waiting atomic.Int32 // len(pending), read without mu on the receiver's fast path
+	writing atomic.Int32 // len(byKey), read without mu on a miss's fast path
 
 	mu      sync.Mutex
 	seq     uint64             // last token
-	pending map[uint64]*refill // by token
+	pending map[uint64]*refill // by token, until the mark (or a failure)
+	byKey   map[string]*refill // the latest refill of each key, until its writer is done
 }
 
 // refill is one write-through refill. absorbed is written only under its
 // shard's refills.mu while the refill is pending, and read by its writer
 // after done is closed.
 type refill struct {
+	key      string
 	stripe   uint64 // the key's localcache.KeyStripe
 	absorbed uint64 // invalidations of stripe received before the mark
 	marked   bool   // the mark arrived (else the refill was failed)
 	done     chan struct{}
+	finished chan struct{} // closed when the writer has stored the reply, or given up
 }
 
 // markChannel names the shard's mark channel: this client's, this shard's.
@@ -77,16 +81,77 @@ func (hs *Shard) markChannel() string {
 // receiver holds to bump and count: an invalidation is counted exactly
 // when it bumped the key's counter after the ticket was taken.
 func (rs *refills) start(c *localcache.Cache, shard int, key, sub string) (*refill, uint64, localcache.Ticket) {
-	r := &refill{stripe: c.KeyStripe(key), done: make(chan struct{})}
+	r := &refill{key: key, stripe: c.KeyStripe(key), done: make(chan struct{}), finished: make(chan struct{})}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if rs.pending == nil {
 		rs.pending = make(map[uint64]*refill)
+		rs.byKey = make(map[string]*refill)
 	}
 	rs.seq++
 	rs.pending[rs.seq] = r
 	rs.waiting.Add(1)
+	if _, ok := rs.byKey[key]; !ok {
+		rs.writing.Add(1)
+	}
+	rs.byKey[key] = r
 	return r, rs.seq, c.FillTicket(shard, key, sub)
+}
+
+// finish ends the writer's part of token's refill r: it is no longer
+// pending, and the readers waiting for it look in the cache again.
+func (rs *refills) finish(token uint64, r *refill) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if p, ok := rs.pending[token]; ok {
+		rs.end(token, p)
+	}
+	if rs.byKey[r.key] == r {
+		delete(rs.byKey, r.key)
+		rs.writing.Add(-1)
+	}
+	close(r.finished)
+}
+
+// writer returns the refill of key in progress, if any.
+func (rs *refills) writer(key string) *refill {
+	if rs.writing.Load() == 0 {
+		return nil
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.byKey[key]
+}
+
+// awaitRefill is a cache miss's last look before it reads from the
+// server: when a write-through refill of the key is in progress, the
+// reader waits for it (its round trip, then its store) and looks in the
+// cache again, so that the readers of a key its client writes share the
+// write's round trip instead of each missing and reading, and their fills
+// do not refuse the write's. It reports whether the cache then answered
+// cmd. Waiting changes nothing of what the cache may answer (every hit is
+// checked against the counters); it is bounded by refillWait and ctx.
+func (h *Path) awaitRefill(ctx context.Context, hs *Shard, key, sub string, cmd redis.Cmder) bool {
+	if sub != getSubKey {
+		return false
+	}
+	r := hs.refills.writer(key)
+	if r == nil {
+		return false
+	}
+	if awaitHook != nil {
+		awaitHook()
+	}
+	timer := time.NewTimer(refillWait)
+	defer timer.Stop()
+	select {
+	case <-r.finished:
+	case <-timer.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+	return h.hit(hs, key, sub, cmd)
 }
 
 // invalidate bumps key's counter for an invalidation message and counts
@@ -138,15 +203,6 @@ func (rs *refills) fail() {
 	}
 }
 
-// cancel ends token's refill if it is still pending.
-func (rs *refills) cancel(token uint64) {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if r, ok := rs.pending[token]; ok {
-		rs.end(token, r)
-	}
-}
-
 func (rs *refills) end(token uint64, r *refill) {
 	delete(rs.pending, token)
 	rs.waiting.Add(-1)
@@ -170,7 +226,7 @@ func (h *Path) refillWrite(ctx context.Context, s Backend, key string, cmd redis
 		return false
 	}
 	r, token, t := hs.refills.start(h.cache, hs.id, key, getSubKey)
-	defer hs.refills.cancel(token)
+	defer hs.refills.finish(token, r)
 	tc := hs.takeConn()
 	get := redis.NewStringCmd(ctx, "get", key)
 	var on, caching *redis.Cmd
@@ -241,5 +297,9 @@ func lostConn(err error) bool {
 }
 
 // refillHook, when set (tests), runs after a refill's round trip, before
-// its key's counter is bumped.
-var refillHook func(key string)
+// its key's counter is bumped; awaitHook when a miss starts waiting for a
+// refill.
+var (
+	refillHook func(key string)
+	awaitHook  func()
+)

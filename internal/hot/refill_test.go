@@ -379,3 +379,51 @@ func waitValue(t *testing.T, admin *redis.Client, key, val string) {
 	}
 	t.Errorf("%s never became %s", key, val)
 }
+
+// TestRefillReaderWaits: a read that misses while its client's write of
+// the key is on the wire (the write's own invalidation has hidden the
+// cached reply) waits for the write's refill and is answered by it: no
+// read of its own, no miss.
+func TestRefillReaderWaits(t *testing.T) {
+	h, b, admin := newTestPath(t)
+	ctx := context.Background()
+	cacheKey(t, h, b, "k")
+	hs := b.HotState()
+	inv := hs.invalidations.Load()
+	waiting := make(chan struct{})
+	awaitHook = func() { close(waiting) }
+	defer func() { awaitHook = nil }()
+	type result struct {
+		v   string
+		err error
+	}
+	read := make(chan result, 1)
+	gets, misses := int64(0), int64(0)
+	b.mu.Lock()
+	b.hold = func(net.Addr) {
+		deadline := time.Now().Add(10 * time.Second)
+		for hs.invalidations.Load() == inv && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond) // until our write's invalidation is in
+		}
+		gets, misses = commandCount(t, admin, "get"), h.stats.misses.Load()
+		go func() {
+			v, err := get(t, h, b, "k")
+			read <- result{v, err}
+		}()
+		<-waiting
+	}
+	b.mu.Unlock()
+	if err := do(t, h, b, redis.NewStatusCmd(ctx, "set", "k", "ours")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	b.mu.Lock()
+	b.hold = nil
+	b.mu.Unlock()
+	r := <-read
+	if r.err != nil || r.v != "ours" {
+		t.Fatalf("read during the write = %q, %v; want ours", r.v, r.err)
+	}
+	if m, g := h.stats.misses.Load()-misses, commandCount(t, admin, "get")-gets; m != 0 || g != 1 {
+		t.Fatalf("the read during the write missed %d times and the server ran %d GETs; want 0 and 1 (the write's re-read)", m, g)
+	}
+}
