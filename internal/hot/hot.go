@@ -252,11 +252,11 @@ func (h *Path) Process(ctx context.Context, top Topology, info command.Info, cmd
 	// Neither Write nor ReadOnly (EVAL, FCALL, ...) may write: treat as a write.
 	if info.Flags&command.ReadOnly == 0 {
 		h.Observe(args, keys)
-		// A write of a key whose GET reply is cached refills it in the
-		// write's own round trip, and has bumped the key when it returns
+		// A write of a key whose GET reply is cached (or of a hot key,
+		// leaving a string) refills it in the write's own round trip, and has bumped the key when it returns
 		// (refill.go; LocalCache, so no split copies); any other goes as
 		// it is.
-		if h.cache != nil && len(keys) == 1 && !blocking && h.refillWrite(ctx, s, command.Arg(args[keys[0]]), cmd) {
+		if h.cache != nil && len(keys) == 1 && !blocking && h.refillWrite(ctx, s, info.Name, command.Arg(args[keys[0]]), cmd) {
 			return cmd.Err()
 		}
 		err := s.Send(ctx, cmd, blocking)

@@ -210,19 +210,23 @@ func (rs *refills) end(token uint64, r *refill) {
 }
 
 // refillWrite sends cmd, a non-blocking write of key on shard s, as a
-// write-through refill when the cache holds key's GET reply from s and the
-// shard tracks, and reports whether it did; when it did not, the caller
-// sends the write its usual way. Either way the caller invalidates the
-// key afterwards (Process); when it did, refillWrite has already bumped
-// the key's counter (the write's reply is a reply of the key, rule 4 of
-// docs/hot-reads.md) and that bump is part of what the refill absorbs.
-func (h *Path) refillWrite(ctx context.Context, s Backend, key string, cmd redis.Cmder) bool {
+// write-through refill when the shard tracks and either the cache holds
+// key's GET reply from s or key is hot and the write (name) leaves a
+// string or nothing (a refill refused under concurrent writes would
+// otherwise leave the hot key uncached until a read refills it), and
+// reports whether it did. When it did not, the caller
+// sends the write its usual way and invalidates the key. When it did, the
+// write has run (cmd holds its reply) and refillWrite has bumped the key's
+// counter after the reply (rule 4 of docs/hot-reads.md), a bump the
+// refill absorbs, so the caller must not bump again: that would hide the
+// refill.
+func (h *Path) refillWrite(ctx context.Context, s Backend, name, key string, cmd redis.Cmder) bool {
 	hs := s.HotState()
 	if InvalidationState(hs.state.Load()) != InvalidationTracking || hs.shut.Load() {
 		return false
 	}
 	id := hs.live.Load()
-	if id == 0 || !h.cache.Holds(hs.id, key, getSubKey) {
+	if id == 0 || !(h.cache.Holds(hs.id, key, getSubKey) || stringWrites[name] && h.det.IsHot(key)) {
 		return false
 	}
 	r, token, t := hs.refills.start(h.cache, hs.id, key, getSubKey)
@@ -287,6 +291,14 @@ func (h *Path) refillWrite(ctx context.Context, s Backend, key string, cmd redis
 		h.cache.Wait()
 	}
 	return true
+}
+
+// stringWrites are the writes that leave their key a string or delete it:
+// the key's GET reply is worth refilling after them.
+var stringWrites = map[string]bool{
+	"set": true, "setex": true, "psetex": true, "setnx": true, "getset": true, "getdel": true, "getex": true,
+	"append": true, "setrange": true, "incr": true, "incrby": true, "incrbyfloat": true, "decr": true,
+	"decrby": true, "del": true, "unlink": true,
 }
 
 // lostConn reports whether err says the connection was lost under a

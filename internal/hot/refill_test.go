@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/redshard/redshard/hotkey"
 	"github.com/redshard/redshard/internal/command"
 	"github.com/redshard/redshard/internal/flight"
 	"github.com/redshard/redshard/internal/redistest"
@@ -109,13 +110,19 @@ func (t testTopology) Replicas(_ string, buf []int, n int) []int { return append
 // redis-server, its backend, and a plain client of that server.
 func newTestPath(t *testing.T) (*Path, *testBackend, *redis.Client) {
 	t.Helper()
+	return newTestPathDetector(t, nil)
+}
+
+// newTestPathDetector is newTestPath with a detector configured by det.
+func newTestPathDetector(t *testing.T, det *hotkey.Config) (*Path, *testBackend, *redis.Client) {
+	t.Helper()
 	srv := redistest.Start(t)
 	flights := flight.New()
 	b := &testBackend{addr: srv.Addr()}
 	b.client = redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	b.heartbeat = redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	h, err := New(Env{Flights: flights, EachShard: func(func(*Shard)) {}},
-		&Config{Mitigation: LocalCache, MaxStaleness: time.Hour, CacheBytes: 1 << 20, Tracking: TrackingOn})
+		&Config{Mitigation: LocalCache, MaxStaleness: time.Hour, CacheBytes: 1 << 20, Tracking: TrackingOn, Detector: det})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,5 +432,46 @@ func TestRefillReaderWaits(t *testing.T) {
 	}
 	if m, g := h.stats.misses.Load()-misses, commandCount(t, admin, "get")-gets; m != 0 || g != 1 {
 		t.Fatalf("the read during the write missed %d times and the server ran %d GETs; want 0 and 1 (the write's re-read)", m, g)
+	}
+}
+
+// TestRefillHotKeyNotCached: a SET of a hot key whose GET reply is not
+// cached (hidden by an invalidation, say a refused refill's) refills it
+// too, so the hot key does not stay uncached until a reader reads it; a
+// SET of a key neither cached nor hot is sent as it is.
+func TestRefillHotKeyNotCached(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	h, b, admin := newTestPathDetector(t, &hotkey.Config{MinRate: 1, MinShare: 0.05, Now: func() time.Time { return t0 }})
+	ctx := context.Background()
+	cacheKey(t, h, b, "hot")
+	for i := 0; ; i++ {
+		h.Top() // refreshes the hot set (the detector's clock stands still)
+		if h.det.IsHot("hot") {
+			break
+		}
+		if i == 1000 {
+			t.Fatal("the key read 1000 times is not hot")
+		}
+		if _, err := get(t, h, b, "hot"); err != nil && err != redis.Nil {
+			t.Fatal(err)
+		}
+	}
+	hs := b.HotState()
+	h.cache.InvalidateKey("hot")
+	if err := do(t, h, b, redis.NewStatusCmd(ctx, "set", "hot", "v")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !h.cache.Holds(hs.id, "hot", getSubKey) || h.stats.refills.Load() != 1 {
+		t.Fatalf("SET of a hot key not cached: cached %v, %d refills; want a refill", h.cache.Holds(hs.id, "hot", getSubKey), h.stats.refills.Load())
+	}
+	if got, err := get(t, h, b, "hot"); err != nil || got != "v" {
+		t.Fatalf("GET = %q, %v; want v", got, err)
+	}
+	gets := commandCount(t, admin, "get")
+	if err := do(t, h, b, redis.NewStatusCmd(ctx, "set", "cold", "v")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if g := commandCount(t, admin, "get") - gets; g != 0 || h.stats.refills.Load() != 1 {
+		t.Fatalf("SET of a key neither cached nor hot: %d GETs, %d refills; want it sent as it is", g, h.stats.refills.Load())
 	}
 }
