@@ -253,10 +253,11 @@ func (h *Path) Process(ctx context.Context, top Topology, info command.Info, cmd
 	if info.Flags&command.ReadOnly == 0 {
 		h.Observe(args, keys)
 		// A write of a key whose GET reply is cached (or of a hot key,
-		// leaving a string) refills it in the write's own round trip, and has bumped the key when it returns
+		// leaving a string) refills it in the write's own round trip, but
+		// not while keys are handed off, held or fenced, and has bumped the key when it returns
 		// (refill.go; LocalCache, so no split copies); any other goes as
 		// it is.
-		if h.cache != nil && len(keys) == 1 && !blocking && h.refillWrite(ctx, s, info.Name, command.Arg(args[keys[0]]), cmd) {
+		if h.cache != nil && len(keys) == 1 && !blocking && !top.Guarded() && h.refillWrite(ctx, s, info.Name, command.Arg(args[keys[0]]), cmd) {
 			return cmd.Err()
 		}
 		err := s.Send(ctx, cmd, blocking)
