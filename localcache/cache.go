@@ -249,6 +249,21 @@ func (c *Cache) SetWithTicket(t Ticket, cmd string, val any, size int64, ttl tim
 // Fill is what keeps a client's reads from going backwards: see the
 // package documentation, "Monotonic reads".
 func (c *Cache) Fill(t Ticket, val any, size int64, ttl time.Duration) bool {
+	return c.FillAbsorbing(t, 0, val, size, ttl)
+}
+
+// FillAbsorbing is Fill for a reply read under t that the caller knows to
+// be newer than the events behind absorbed bumps of t's key counter (its
+// stripe's; see KeyStripe) made since t was taken: the invalidation
+// messages of writes the server executed before it executed this read,
+// and the caller's own InvalidateKey after a write that this read
+// followed. Those bumps do not refuse the reply; any other one does, as
+// in Fill. So the check is that the key counter moved by exactly absorbed
+// since t (counting a bump the caller did not make as absorbed would let
+// an older reply outlive a newer one: only count bumps made after t was
+// taken), and the entry is stored under the counter as it is then, so
+// that every later bump hides it. FillAbsorbing(t, 0, ...) is Fill.
+func (c *Cache) FillAbsorbing(t Ticket, absorbed uint64, val any, size int64, ttl time.Duration) bool {
 	if c == nil {
 		return false
 	}
@@ -265,6 +280,7 @@ func (c *Cache) Fill(t Ticket, val any, size int64, ttl time.Duration) bool {
 		return false
 	}
 	t.stamp.fill++
+	t.stamp.key += absorbed
 	cost := size + int64(len(t.key)) + int64(len(t.cmd)) + EntryOverhead
 	if size < 0 || ttl <= 0 || cost > c.maxBytes {
 		st.dropped.Add(1)
@@ -278,6 +294,45 @@ func (c *Cache) Fill(t Ticket, val any, size int64, ttl time.Duration) bool {
 		return false
 	}
 	return c.store(t, t.h, t.cmd, val, cost, ttl, r, st)
+}
+
+// KeyStripe returns the number of key's invalidation stripe: two keys
+// with the same number share a key counter, so that InvalidateKey or
+// Supersede of one bumps the counter of the other (see
+// Config.KeyStripes). A caller counting bumps for FillAbsorbing counts
+// those of every key of the stripe.
+func (c *Cache) KeyStripe(key string) uint64 {
+	if c == nil {
+		return 0
+	}
+	return c.gens.keyIndex(xxhash.Sum64String(key))
+}
+
+// Holds reports whether Get would return a reply of cmd on key from shard
+// now, without counting a hit or a miss in Stats (ristretto counts an
+// access when the front index does not hold it). A caller uses it to decide whether a reply is worth
+// refreshing; like any answer about a concurrent cache, it may be out of
+// date when it returns.
+func (c *Cache) Holds(shard int, key, cmd string) bool {
+	if c == nil || c.shut.Load() {
+		return false
+	}
+	kh := xxhash.Sum64String(key)
+	h := refHash(kh, shard, cmd)
+	e := c.front.slot(h).Load()
+	if e == nil || !(e.shard == shard && e.key == key && e.cmd == cmd) {
+		g, open := c.guard.enter(rand.Uint32())
+		if !open {
+			return false
+		}
+		var found bool
+		e, found = c.rc.Get(h)
+		c.guard.leave(g)
+		if !found || e == nil || !(e.shard == shard && e.key == key && e.cmd == cmd) {
+			return false
+		}
+	}
+	return e.stamp == c.gens.current(kh, h, shard) && c.elapsed() < e.expires
 }
 
 // Supersede makes every cached reply of key unreachable, as InvalidateKey

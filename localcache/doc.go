@@ -65,6 +65,15 @@
 // read after every reply of that sub-key returned before the Get started.
 // The argument is in the redshard repository's docs/hot-reads.md.
 //
+// FillAbsorbing is Fill for a caller that knows its reply is newer than
+// the events behind some bumps of the key counter made since the ticket
+// (a write-through refill: the invalidations of writes the server ran
+// before the read, and the caller's own bump after its write). It passes
+// their number; the reply is cached only if the key counter moved by
+// exactly that many, and under the counter as it then is, so any other
+// bump refuses it and every later one hides it. KeyStripe says which keys
+// share a key counter, so that the caller counts their bumps too.
+//
 // # What a client can rely on
 //
 //   - Get never returns a reply read under a Ticket taken before an

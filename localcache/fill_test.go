@@ -2,6 +2,8 @@ package localcache_test
 
 import (
 	"testing"
+
+	"github.com/redshard/redshard/localcache"
 )
 
 // TestFillOutdatedHidesNewerTicket is the trace of issue 27's backwards
@@ -85,5 +87,99 @@ func TestSupersede(t *testing.T) {
 	}
 	if got := c.Stats().KeyInvalidations; got != 0 {
 		t.Fatalf("KeyInvalidations = %d; Supersede is not an invalidation", got)
+	}
+}
+
+// TestFillAbsorbing: a reply known to be newer than the absorbed bumps of
+// its key's counter is cached despite them, under the counter as it is
+// then, so that a later bump hides it; one bump more or fewer than
+// counted refuses it, and so does a fill of the sub-key since the ticket.
+func TestFillAbsorbing(t *testing.T) {
+	c := newCache(t, nil)
+	if !c.Fill(c.FillTicket(0, "k", "get"), "old", 3, hour) {
+		t.Fatal("Fill under a current ticket refused")
+	}
+	c.Wait() // a second Set of a key still in ristretto's buffer is refused
+	tk := c.FillTicket(0, "k", "get")
+	c.InvalidateKey("k") // the write's invalidation, before the mark
+	c.InvalidateKey("k") // the writer's own bump
+	if !c.FillAbsorbing(tk, 2, "new", 3, hour) {
+		t.Fatal("FillAbsorbing of exactly the bumps since the ticket refused")
+	}
+	c.Wait()
+	if v, ok := c.Get(0, "k", "get"); !ok || v != "new" {
+		t.Fatalf("Get after FillAbsorbing = %v, %v; want new, true", v, ok)
+	}
+	c.InvalidateKey("k") // a later write
+	if v, ok := c.Get(0, "k", "get"); ok {
+		t.Fatalf("Get after a bump that came after the fill = %v; want a miss", v)
+	}
+
+	for _, tc := range []struct {
+		name    string
+		bumps   int
+		absorb  uint64
+		between func()
+	}{
+		{"one bump not counted", 2, 1, nil},
+		{"one bump counted that did not happen", 1, 2, nil},
+		{"a Supersede since the ticket", 1, 1, func() { c.Supersede("k") }},
+		{"a fill of the sub-key since the ticket", 1, 1, func() { c.Fill(c.FillTicket(0, "k", "get"), "x", 1, hour) }},
+		{"a shard invalidation since the ticket", 1, 1, func() { c.InvalidateShard(0) }},
+	} {
+		if !c.Fill(c.FillTicket(0, "k", "get"), "cached", 6, hour) {
+			t.Fatalf("%s: Fill under a current ticket refused", tc.name)
+		}
+		c.Wait()
+		tk := c.FillTicket(0, "k", "get")
+		for range tc.bumps {
+			c.InvalidateKey("k")
+		}
+		if tc.between != nil {
+			tc.between()
+		}
+		if c.FillAbsorbing(tk, tc.absorb, "refill", 6, hour) {
+			t.Fatalf("%s: FillAbsorbing cached its reply", tc.name)
+		}
+		c.Wait()
+		if v, ok := c.Get(0, "k", "get"); ok {
+			t.Fatalf("%s: Get = %v; want a miss (a refused fill hides the sub-key)", tc.name, v)
+		}
+	}
+}
+
+// TestKeyStripeAndHolds: keys share a stripe exactly when an invalidation
+// of one bumps the other's counter; Holds answers as Get would, without
+// counting.
+func TestKeyStripeAndHolds(t *testing.T) {
+	c := newCache(t, &localcache.Config{MaxBytes: 1 << 20, KeyStripes: 2})
+	if c.KeyStripe("a") != c.KeyStripe("a") {
+		t.Fatal("KeyStripe is not a function of the key")
+	}
+	var same, other string
+	for i := 0; same == "" || other == ""; i++ {
+		k := "k" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		if c.KeyStripe(k) == c.KeyStripe("a") && k != "a" {
+			same = k
+		} else if c.KeyStripe(k) != c.KeyStripe("a") {
+			other = k
+		}
+	}
+	for _, k := range []string{"a", same, other} {
+		if !c.Set(0, k, "get", k, 1, hour) { // Set moves no fill counter
+			t.Fatalf("Set of %s refused", k)
+		}
+	}
+	c.Wait()
+	before := c.Stats()
+	if c.Holds(1, "a", "get") || c.Holds(0, "a", "strlen") || !c.Holds(0, "a", "get") {
+		t.Fatalf("Holds does not answer as Get: %v %v %v", c.Holds(1, "a", "get"), c.Holds(0, "a", "strlen"), c.Holds(0, "a", "get"))
+	}
+	if after := c.Stats(); after.Hits != before.Hits || after.Misses != before.Misses {
+		t.Fatalf("Holds counted: %+v -> %+v", before, after)
+	}
+	c.InvalidateKey("a")
+	if c.Holds(0, "a", "get") || c.Holds(0, same, "get") || !c.Holds(0, other, "get") {
+		t.Fatal("an invalidation of a key did not hide exactly the keys of its stripe")
 	}
 }

@@ -188,7 +188,7 @@ func (h *Path) admits(ctx context.Context, s Backend, key string) bool {
 // same time and caches the reply.
 func (h *Path) cachedRead(ctx context.Context, top Topology, s Backend, key, sub string, cmd redis.Cmder) error {
 	hs := s.HotState()
-	if h.hit(hs, key, sub, cmd) {
+	if h.hit(hs, key, sub, cmd) || h.awaitRefill(ctx, hs, key, sub, cmd) {
 		return cmd.Err()
 	}
 	return h.missedRead(ctx, top, s, hs, key, sub, cmd)

@@ -153,6 +153,7 @@ type hotCounters struct {
 	fills         atomic.Int64 // copies made
 	invalidations atomic.Int64 // keys named by tracking messages
 	trackingLost  atomic.Int64 // times a shard's cached replies were dropped with its tracking
+	refills       atomic.Int64 // cached replies a write replaced in its own round trip (refill.go)
 }
 
 // ConfigError is New's error: Field of the Config is invalid.
@@ -251,6 +252,14 @@ func (h *Path) Process(ctx context.Context, top Topology, info command.Info, cmd
 	// Neither Write nor ReadOnly (EVAL, FCALL, ...) may write: treat as a write.
 	if info.Flags&command.ReadOnly == 0 {
 		h.Observe(args, keys)
+		// A write of a key whose GET reply is cached (or of a hot key,
+		// leaving a string) refills it in the write's own round trip, but
+		// not while keys are handed off, held or fenced, and has bumped the key when it returns
+		// (refill.go; LocalCache, so no split copies); any other goes as
+		// it is.
+		if h.cache != nil && len(keys) == 1 && !blocking && !top.Guarded() && h.refillWrite(ctx, s, info.Name, command.Arg(args[keys[0]]), cmd) {
+			return cmd.Err()
+		}
 		err := s.Send(ctx, cmd, blocking)
 		if h.split != nil && h.det.IsHot(command.Arg(args[keys[0]])) {
 			h.charge(s, 1)

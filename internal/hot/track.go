@@ -91,6 +91,8 @@ type Shard struct {
 	batch batcher           // the tracked reads waiting for a reader connection
 	hooks atomic.Uint64     // bumped by AddHook: older idle connections lack the hook
 	shut  atomic.Bool       // set by Close: idle connections are closed, not kept
+
+	refills refills // write-through refills waiting for their marks (refill.go)
 }
 
 // trackedConn is a connection of the reader held out of its pool, so that
@@ -479,6 +481,7 @@ func (hs *Shard) disconnected() {
 
 // drop makes every reply cached from the shard unreachable.
 func (hs *Shard) drop() {
+	hs.refills.fail()
 	hs.h.cache.InvalidateShard(hs.id)
 	hs.lost.Add(1)
 	hs.h.stats.trackingLost.Add(1)
@@ -499,7 +502,7 @@ func (hs *Shard) subscribe(ctx context.Context) {
 	defer close(hs.done)
 	var pause time.Duration
 	for ctx.Err() == nil {
-		ps := hs.sub.Subscribe(ctx, invalidateChannel)
+		ps := hs.sub.Subscribe(ctx, invalidateChannel, hs.markChannel())
 		hs.mu.Lock()
 		if hs.closed {
 			hs.mu.Unlock()
@@ -555,6 +558,9 @@ func (hs *Shard) receive(ctx context.Context, ps *redis.PubSub) (wasLive bool) {
 			}
 		case *redis.Message:
 			if m.Channel != invalidateChannel {
+				if m.Channel == hs.markChannel() {
+					hs.refills.marked(m.Payload)
+				}
 				continue
 			}
 			for _, k := range m.PayloadSlice {
@@ -569,7 +575,7 @@ func (hs *Shard) receive(ctx context.Context, ps *redis.PubSub) (wasLive bool) {
 
 // invalidated handles one key named by an invalidation message.
 func (hs *Shard) invalidated(key string) {
-	hs.h.cache.InvalidateKey(key)
+	hs.refills.invalidate(hs.h.cache, key)
 	hs.invalidations.Add(1)
 	hs.h.stats.invalidations.Add(1)
 }

@@ -1,0 +1,317 @@
+package hot
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard/internal/rediserr"
+	"github.com/redshard/redshard/localcache"
+)
+
+// A write-through refill (issue 27 item 3) is how a write through the
+// client of a key whose GET reply is cached keeps that reply cached: the
+// write goes on one of the shard's reader connections, in one round trip
+// with a tracked re-read of the key,
+//
+//	[CLIENT TRACKING ON REDIRECT <live> OPTIN]  (only on a connection not yet pointed there)
+//	<the write>
+//	PUBLISH <the shard's mark channel> <token>
+//	CLIENT CACHING YES
+//	GET <key>
+//
+// and the re-read's reply replaces the cached one before the write returns,
+// so that the key's readers keep hitting. What makes that safe is the mark:
+// the shard's invalidation connection is subscribed to the mark channel as
+// well, and the server appends invalidation messages and published
+// messages to that connection's output in the order it executes the
+// commands that cause them. So the invalidations that arrive before the
+// token come from writes executed before the PUBLISH, hence before the
+// GET, whose reply includes them: the refill absorbs them (our own write's
+// own invalidations, sent for every reader connection that tracked the
+// key, are among them). Those that arrive after the token come from writes
+// executed after the PUBLISH, which the GET may have missed: they hide the
+// refilled reply as any invalidation does. Every other bump of the key's
+// counter since the refill's ticket (a read returned outside the cache, a
+// fill, another write through the client, an invalidation from another
+// shard) refuses it. See docs/hot-reads.md, "Write-through refills".
+
+// refillWait bounds how long a write waits for its mark after its reply;
+// the mark normally arrives with it. A mark that does not come in time
+// (the invalidation connection is slow or being replaced) costs the refill,
+// never the write.
+const refillWait = trackingPing
+
+// refills is a shard's write-through refills waiting for their marks.
+type refills struct {
+	waiting atomic.Int32 // len(pending), read without mu on the receiver's fast path
+	writing atomic.Int32 // len(byKey), read without mu on a miss's fast path
+
+	mu      sync.Mutex
+	seq     uint64             // last token
+	pending map[uint64]*refill // by token, until the mark (or a failure)
+	byKey   map[string]*refill // the latest refill of each key, until its writer is done
+}
+
+// refill is one write-through refill. absorbed is written only under its
+// shard's refills.mu while the refill is pending, and read by its writer
+// after done is closed.
+type refill struct {
+	key      string
+	stripe   uint64 // the key's localcache.KeyStripe
+	absorbed uint64 // invalidations of stripe received before the mark
+	marked   bool   // the mark arrived (else the refill was failed)
+	done     chan struct{}
+	finished chan struct{} // closed when the writer has stored the reply, or given up
+}
+
+// markChannel names the shard's mark channel: this client's, this shard's.
+func (hs *Shard) markChannel() string {
+	return "__redshard__:mark:" + hs.h.instance + ":" + strconv.Itoa(hs.id)
+}
+
+// start registers a refill of key and takes its ticket, under the lock the
+// receiver holds to bump and count: an invalidation is counted exactly
+// when it bumped the key's counter after the ticket was taken.
+func (rs *refills) start(c *localcache.Cache, shard int, key, sub string) (*refill, uint64, localcache.Ticket) {
+	r := &refill{key: key, stripe: c.KeyStripe(key), done: make(chan struct{}), finished: make(chan struct{})}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.pending == nil {
+		rs.pending = make(map[uint64]*refill)
+		rs.byKey = make(map[string]*refill)
+	}
+	rs.seq++
+	rs.pending[rs.seq] = r
+	rs.waiting.Add(1)
+	if _, ok := rs.byKey[key]; !ok {
+		rs.writing.Add(1)
+	}
+	rs.byKey[key] = r
+	return r, rs.seq, c.FillTicket(shard, key, sub)
+}
+
+// finish ends the writer's part of token's refill r: it is no longer
+// pending, and the readers waiting for it look in the cache again.
+func (rs *refills) finish(token uint64, r *refill) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if p, ok := rs.pending[token]; ok {
+		rs.end(token, p)
+	}
+	if rs.byKey[r.key] == r {
+		delete(rs.byKey, r.key)
+		rs.writing.Add(-1)
+	}
+	close(r.finished)
+}
+
+// writer returns the refill of key in progress, if any.
+func (rs *refills) writer(key string) *refill {
+	if rs.writing.Load() == 0 {
+		return nil
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.byKey[key]
+}
+
+// awaitRefill is a cache miss's last look before it reads from the
+// server: when a write-through refill of the key is in progress, the
+// reader waits for it (its round trip, then its store) and looks in the
+// cache again, so that the readers of a key its client writes share the
+// write's round trip instead of each missing and reading, and their fills
+// do not refuse the write's. It reports whether the cache then answered
+// cmd. Waiting changes nothing of what the cache may answer (every hit is
+// checked against the counters); it is bounded by refillWait and ctx.
+func (h *Path) awaitRefill(ctx context.Context, hs *Shard, key, sub string, cmd redis.Cmder) bool {
+	if sub != getSubKey {
+		return false
+	}
+	r := hs.refills.writer(key)
+	if r == nil {
+		return false
+	}
+	if awaitHook != nil {
+		awaitHook()
+	}
+	timer := time.NewTimer(refillWait)
+	defer timer.Stop()
+	select {
+	case <-r.finished:
+	case <-timer.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+	return h.hit(hs, key, sub, cmd)
+}
+
+// invalidate bumps key's counter for an invalidation message and counts
+// the bump for every pending refill of key's stripe. With none pending it
+// takes no lock: a refill registered meanwhile then misses the count and
+// is refused, never wrongly kept.
+func (rs *refills) invalidate(c *localcache.Cache, key string) {
+	if rs.waiting.Load() == 0 {
+		c.InvalidateKey(key)
+		return
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	c.InvalidateKey(key)
+	stripe := c.KeyStripe(key)
+	for _, r := range rs.pending {
+		if r.stripe == stripe {
+			r.absorbed++
+		}
+	}
+}
+
+// marked is told of a message on the mark channel: token's refill stops
+// counting and may store.
+func (rs *refills) marked(token string) {
+	n, err := strconv.ParseUint(token, 10, 64)
+	if err != nil {
+		return
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if r, ok := rs.pending[n]; ok {
+		r.marked = true
+		rs.end(n, r)
+	}
+}
+
+// fail ends every pending refill without its mark: the invalidation
+// connection was lost, so invalidations may have been missed and marks
+// will not come.
+func (rs *refills) fail() {
+	if rs.waiting.Load() == 0 {
+		return
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for n, r := range rs.pending {
+		rs.end(n, r)
+	}
+}
+
+func (rs *refills) end(token uint64, r *refill) {
+	delete(rs.pending, token)
+	rs.waiting.Add(-1)
+	close(r.done)
+}
+
+// refillWrite sends cmd, a non-blocking write of key on shard s, as a
+// write-through refill when the shard tracks and either the cache holds
+// key's GET reply from s or key is hot and the write (name) leaves a
+// string or nothing (a refill refused under concurrent writes would
+// otherwise leave the hot key uncached until a read refills it), and
+// reports whether it did. When it did not, the caller
+// sends the write its usual way and invalidates the key. When it did, the
+// write has run (cmd holds its reply) and refillWrite has bumped the key's
+// counter after the reply (rule 4 of docs/hot-reads.md), a bump the
+// refill absorbs, so the caller must not bump again: that would hide the
+// refill.
+func (h *Path) refillWrite(ctx context.Context, s Backend, name, key string, cmd redis.Cmder) bool {
+	hs := s.HotState()
+	if InvalidationState(hs.state.Load()) != InvalidationTracking || hs.shut.Load() {
+		return false
+	}
+	id := hs.live.Load()
+	if id == 0 || !(h.cache.Holds(hs.id, key, getSubKey) || stringWrites[name] && h.det.IsHot(key)) {
+		return false
+	}
+	r, token, t := hs.refills.start(h.cache, hs.id, key, getSubKey)
+	defer hs.refills.finish(token, r)
+	tc := hs.takeConn()
+	get := redis.NewStringCmd(ctx, "get", key)
+	var on, caching *redis.Cmd
+	var mark *redis.IntCmd
+	_, _ = tc.cn.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if tc.redirect != id {
+			on = p.Do(ctx, "client", "tracking", "on", "redirect", id, "optin")
+		}
+		_ = p.Process(ctx, cmd)
+		mark = p.Publish(ctx, hs.markChannel(), token)
+		caching = p.Do(ctx, "client", "caching", "yes") // right before the read
+		return p.Process(ctx, get)
+	})
+	if on != nil {
+		tc.redirect = 0
+		if on.Err() == nil {
+			tc.redirect = id
+		}
+	}
+	bad := false // a failure other than a server's reply: the connection is in doubt
+	for _, c := range []redis.Cmder{cmd, mark, caching, get} {
+		if err := c.Err(); err != nil && err != redis.Nil && !rediserr.Is(err) {
+			bad = true
+		}
+	}
+	hs.putConn(tc, bad)
+	if err := cmd.Err(); err != nil && lostConn(err) && ctx.Err() == nil && s.Client().Options().MaxRetries >= 0 {
+		// The connection failed under the write: send it again on the
+		// shard's client, as go-redis does with a command whose
+		// connection failed (the refill is given up).
+		_ = s.Send(ctx, cmd, false)
+	}
+	if refillHook != nil {
+		refillHook(key)
+	}
+	// The write's reply is in: bump the key's counter before the write
+	// returns (read-your-writes), whatever comes of the refill.
+	h.cache.InvalidateKey(key)
+	rep := replyOf(get)
+	if bad || (on != nil && on.Err() != nil) || caching.Err() != nil || mark.Val() < 1 || !rep.cacheable() {
+		return true
+	}
+	timer := time.NewTimer(refillWait)
+	defer timer.Stop()
+	select {
+	case <-r.done:
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return true
+	}
+	if !r.marked || hs.live.Load() != id {
+		return true
+	}
+	// absorbed + 1: the invalidations before the mark and our own bump.
+	if h.cache.FillAbsorbing(t, r.absorbed+1, rep, sizeOf(rep.val), h.opt.MaxStaleness) {
+		h.stats.refills.Add(1)
+		h.cache.Wait()
+	}
+	return true
+}
+
+// stringWrites are the writes that leave their key a string or delete it:
+// the key's GET reply is worth refilling after them.
+var stringWrites = map[string]bool{
+	"set": true, "setex": true, "psetex": true, "setnx": true, "getset": true, "getdel": true, "getex": true,
+	"append": true, "setrange": true, "incr": true, "incrby": true, "incrbyfloat": true, "decr": true,
+	"decrby": true, "del": true, "unlink": true,
+}
+
+// lostConn reports whether err says the connection was lost under a
+// command (the errors go-redis sends a command again for), not a timeout.
+func lostConn(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// refillHook, when set (tests), runs after a refill's round trip, before
+// its key's counter is bumped; awaitHook when a miss starts waiting for a
+// refill.
+var (
+	refillHook func(key string)
+	awaitHook  func()
+)
