@@ -33,7 +33,7 @@ func (r seamRoot) Parse(doc []byte) (fleetseam.Ring, error) {
 	for i, s := range shards {
 		out[i] = fleetseam.Server{Name: s.Name, ID: s.identity(), Desc: s.String(), Shard: s}
 	}
-	return fleetseam.Ring{Servers: out, Owner: ids.owner}, nil
+	return fleetseam.Ring{Servers: out, Owner: ids.Owner}, nil
 }
 
 func (r seamRoot) Dial(s fleetseam.Server) *redis.Client {
