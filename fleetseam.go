@@ -11,12 +11,14 @@ import (
 // The fleet driver's seam (internal/fleetseam): what package fleet needs
 // of the root beyond its public API.
 func init() {
-	fleetseam.Options = func(o any) fleetseam.Root {
-		c := &client{cfg: &config{opt: *o.(*Options)}}
-		c.cfg.opt.Registry = nil
-		return seamRoot{c}
-	}
-	fleetseam.Client = func(c any) fleetseam.Root { return seamRoot{c.(*Client).client} }
+	fleetseam.Set(fleetseam.Funcs[Options, Client]{
+		Options: func(o *Options) fleetseam.Root {
+			c := &client{cfg: &config{opt: *o}}
+			c.cfg.opt.Registry = nil
+			return seamRoot{c}
+		},
+		Client: func(c *Client) fleetseam.Root { return seamRoot{c.client} },
+	})
 }
 
 // seamRoot is a fleetseam.Root: c's options and connections.

@@ -119,7 +119,7 @@ func Apply(ctx context.Context, reg registry.Registry, doc json.RawMessage, opt 
 	if opt.Client != nil {
 		base = *opt.Client
 	}
-	docs := fleetseam.Options(&base)
+	docs := seam.Options(&base)
 	if _, err := docs.Parse(doc); err != nil {
 		return rep, err
 	}
@@ -158,6 +158,9 @@ func Apply(ctx context.Context, reg registry.Registry, doc json.RawMessage, opt 
 	}
 	return rep, err
 }
+
+// seam is the root's side of internal/fleetseam.
+var seam = fleetseam.For[redshard.Options, redshard.Client]()
 
 type driver struct {
 	reg    registry.Registry
@@ -387,7 +390,7 @@ func (d *driver) writeBeacons(ctx context.Context, cfg registry.Config) (time.Ti
 	if err != nil {
 		return time.Time{}, err
 	}
-	own := fleetseam.Client(d.client)
+	own := seam.Client(d.client)
 	start := time.Now()
 	errs := make([]error, len(shards))
 	parallel.Run(len(shards), func(i int) {

@@ -58,7 +58,7 @@ func RegistryBehind(ctx context.Context, reg registry.Registry, doc json.RawMess
 	if opt != nil {
 		d.base = *opt
 	}
-	d.docs = fleetseam.Options(&d.base)
+	d.docs = seam.Options(&d.base)
 	cur, err := reg.Get(ctx)
 	if err != nil {
 		return registry.Config{}, false, fmt.Errorf("redshard: reading the registry: %w", err)

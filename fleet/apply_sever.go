@@ -93,7 +93,7 @@ func (d *driver) severOnce(ctx context.Context, prev registry.Config, shards []f
 // or, before it has one (restore), one with its options and no registry.
 func (d *driver) dialer() fleetseam.Root {
 	if d.client != nil {
-		return fleetseam.Client(d.client)
+		return seam.Client(d.client)
 	}
 	return d.docs
 }
