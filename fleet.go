@@ -2,7 +2,6 @@ package redshard
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/redshard/redshard/internal/beacons"
+	"github.com/redshard/redshard/internal/fleetseam"
 	"github.com/redshard/redshard/internal/member"
 	"github.com/redshard/redshard/internal/parallel"
 	"github.com/redshard/redshard/registry"
@@ -115,10 +115,8 @@ func (c *client) fleetCheck(ctx context.Context, top *topology, key string) erro
 	return nil
 }
 
-// ringIDs is a ring with the identity of each index's server.
-
-// moveContext bounds a move (handoff or Rebalance) by moveDeadline in a
-// fleet process.
+// moveContext bounds a move (handoff or Rebalance) by the follower's
+// MoveDeadline in a fleet process.
 func (c *client) moveContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if c.fleet == nil {
 		return ctx, func() {}
@@ -381,8 +379,16 @@ func (h fleetHost) Regime(ctx context.Context, change func(*member.Fence) (*memb
 
 func (h fleetHost) Fence() *member.Fence { return h.c.top.Load().fence }
 
+// Beacons reads them on connections of their own with the client's
+// settings and no fleet admission: the Root of its options that the
+// driver uses (internal/fleetseam, filled in by fleetseam.go).
 func (h fleetHost) Beacons(ctx context.Context, cfg registry.Config) ([]beacons.Found[string], error) {
-	found, err := readBeacons(ctx, &h.c.cfg.opt, cfg)
+	r := fleetseam.For[Options, Client]().Options(&h.c.cfg.opt)
+	servers, err := fleetseam.Servers(r, cfg)
+	if err != nil {
+		return nil, err
+	}
+	found, err := beacons.Read(ctx, servers, r.Dial)
 	out := make([]beacons.Found[string], len(found))
 	for i, b := range found {
 		out[i] = beacons.Found[string]{Server: b.Server.String(), Config: b.Config}
@@ -450,54 +456,4 @@ func (c *client) fleetOnConnect(s Shard) func(context.Context, *redis.Conn) erro
 	}
 	id := s.identity()
 	return func(ctx context.Context, cn *redis.Conn) error { return c.admit(ctx, cn, id) }
-}
-
-// readBeacons reads the beacon of every server of the configs' documents,
-// each on a connection of its own made with o's connection settings (and
-// no fleet admission), within ctx. It returns the beacons it read (a
-// server with none is left out) and, joined, the errors of the servers it
-// could not read.
-func readBeacons(ctx context.Context, o *Options, cfgs ...registry.Config) ([]beacons.Found[Shard], error) {
-	shards, err := configServers(o, cfgs...)
-	if err != nil {
-		return nil, err
-	}
-	dialer := &client{cfg: &config{opt: *o}}
-	dialer.cfg.opt.Registry = nil
-	return beacons.Read(ctx, shards, func(s Shard) *redis.Client { return dialer.dial(s, connCommand, nil) })
-}
-
-// configServers lists, once each by identity, the servers of the configs'
-// documents, with o's connection settings.
-func configServers(o *Options, cfgs ...registry.Config) ([]Shard, error) {
-	rc := o.ringConfig()
-	var shards []Shard
-	for _, cfg := range cfgs {
-		for _, doc := range []json.RawMessage{cfg.Doc, cfg.PrevDoc} {
-			if len(doc) == 0 {
-				continue
-			}
-			s, _, err := parseRingDoc(doc, rc)
-			if err != nil {
-				return nil, err
-			}
-			for _, sh := range o.withConnection(s) {
-				if !containsIdentity(shards, sh) {
-					shards = append(shards, sh)
-				}
-			}
-		}
-	}
-	return shards, nil
-}
-
-// containsIdentity reports whether list holds a server with s's identity
-// (its address, or its Sentinel master).
-func containsIdentity(list []Shard, s Shard) bool {
-	for _, o := range list {
-		if o.identity() == s.identity() {
-			return true
-		}
-	}
-	return false
 }

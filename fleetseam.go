@@ -12,13 +12,17 @@ import (
 // of the root beyond its public API.
 func init() {
 	fleetseam.Set(fleetseam.Funcs[Options, Client]{
-		Options: func(o *Options) fleetseam.Root {
-			c := &client{cfg: &config{opt: *o}}
-			c.cfg.opt.Registry = nil
-			return seamRoot{c}
-		},
-		Client: func(c *Client) fleetseam.Root { return seamRoot{c.client} },
+		Options: func(o *Options) fleetseam.Root { return seamOptions(o) },
+		Client:  func(c *Client) fleetseam.Root { return seamRoot{c.client} },
 	})
+}
+
+// seamOptions is the fleetseam.Root of o: its connection settings, with
+// no fleet admission.
+func seamOptions(o *Options) seamRoot {
+	c := &client{cfg: &config{opt: *o}}
+	c.cfg.opt.Registry = nil
+	return seamRoot{c}
 }
 
 // seamRoot is a fleetseam.Root: c's options and connections.

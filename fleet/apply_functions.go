@@ -27,7 +27,7 @@ func (d *driver) carryFunctions(ctx context.Context, cur registry.Config, doc []
 	from, to := fromRing.Servers, toRing.Servers
 	var joining, staying []fleetseam.Server
 	for _, s := range to {
-		if containsID(from, s) {
+		if fleetseam.ContainsID(from, s) {
 			staying = append(staying, s)
 		} else {
 			joining = append(joining, s)
