@@ -77,11 +77,12 @@ type client struct {
 	mu       sync.Mutex               // guards retiring; serialises topology changes and hook additions
 	retiring map[*retirement]struct{} // removed shards' backends, closed after a grace period
 
-	fleet   *member.Follower // nil unless Options.Registry
-	flights *flights         // shared calls (hot reads, handoffs, loads), cancelled and awaited by Close
-	hot     *hot.Path        // nil when Options.HotKeys is nil
-	monitor *monitor         // nil when health checks are off
-	beats   atomic.Uint32    // heartbeat ticks so far (the peekGates' clock)
+	fleet *member.Follower // nil unless Options.Registry
+
+	flights *flights      // shared calls (hot reads, handoffs, loads), cancelled and awaited by Close
+	hot     *hot.Path     // nil when Options.HotKeys is nil
+	monitor *monitor      // nil when health checks are off
+	beats   atomic.Uint32 // heartbeat ticks so far (the peekGates' clock)
 	stats   counters
 	load    loader // GetOrLoad state (load.go); its zero value is ready
 
