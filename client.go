@@ -21,6 +21,7 @@ import (
 	"github.com/redshard/redshard/internal/health"
 	"github.com/redshard/redshard/internal/hot"
 	"github.com/redshard/redshard/internal/loader"
+	"github.com/redshard/redshard/internal/member"
 	"github.com/redshard/redshard/registry"
 	"github.com/redshard/redshard/ring"
 )
@@ -79,7 +80,8 @@ type client struct {
 	mu       sync.Mutex               // guards retiring; serialises topology changes and hook additions
 	retiring map[*retirement]struct{} // removed shards' backends, closed after a grace period
 
-	fleet   *follower       // nil unless Options.Registry
+	fleet *member.Follower // nil unless Options.Registry
+
 	flights *flight.Runner  // shared calls (hot reads, handoffs, loads) and Pub/Sub goroutines, cancelled and awaited by Close
 	hot     *hot.Path       // nil when Options.HotKeys is nil
 	monitor *health.Monitor // nil when health checks are off
@@ -117,10 +119,10 @@ type topology struct {
 	// next ring moves (fleet.go); fence, while a fleet's process has lost
 	// its registry, refuses those a change may move.
 	hold  *hold
-	fence *fence
+	fence *member.Fence
 	// admit, in a fleet process, says whether the topology's commands may
-	// open connections (fleet_fence.go); nil: they may.
-	admit *admission
+	// open connections (internal/member); nil: they may.
+	admit *member.Admission
 
 	// guarded is set (seal) when commands must send their keys through
 	// handOff: a change to hand off, a hold or a fence.
@@ -181,20 +183,20 @@ func NewClient(opt *Options) (*Client, error) {
 	}
 	var first registry.Config
 	if reg := cfg.opt.Registry; reg != nil {
-		var f *follower
+		var f *member.Follower
 		f, first, err = newFollower(c, reg, cfg.opt.Fleet)
 		if err != nil {
 			c.closeHot()
 			return nil, err
 		}
 		empty := &topology{gutterTTL: gutterTTL, flight: &inflight{}}
-		top, _, err := c.buildFleet(empty, registry.Config{}, first, f.holdTimeout)
+		top, _, err := c.buildFleet(empty, registry.Config{}, first, f.HoldTimeout())
 		if err != nil {
-			f.stop()
+			f.Stop()
 			c.closeHot()
 			return nil, fmt.Errorf("redshard: the registry's config (%s): %w", first.Version(), err)
 		}
-		f.fenceAtStart(top, first)
+		top.fence = f.StartFence(first)
 		c.top.Store(top.seal())
 		c.fleet = f
 	} else {
@@ -206,7 +208,7 @@ func NewClient(opt *Options) (*Client, error) {
 	c.front = newFront(routeHook{c})
 	c.apFront = newAPFront(c)
 	if c.fleet != nil {
-		if err := c.fleet.start(first); err != nil {
+		if err := c.fleet.Start(first); err != nil {
 			_ = c.close()
 			return nil, err
 		}
@@ -386,11 +388,11 @@ func (c *client) topology() (*topology, error) {
 func (c *client) enter() (*topology, int, error) {
 	for !c.closed.Load() {
 		top := c.top.Load()
-		if f := c.fleet; f != nil && top.fence == nil && !f.lease.Fresh() {
+		if f := c.fleet; f != nil && top.fence == nil && !f.Lease().Fresh() {
 			// The lease is decided here, not by a timer: a process that
 			// was paused past its lease fences itself before its first
-			// command after the pause (fleet_fence.go).
-			f.fenceNow()
+			// command after the pause (internal/member).
+			f.FenceNow()
 			continue
 		}
 		fl := &top.flight.n
@@ -435,7 +437,7 @@ func (c *client) close() error {
 		return nil
 	}
 	if c.fleet != nil {
-		c.fleet.stop()
+		c.fleet.Stop()
 	}
 	// The front first: it stops its AutoPipeliners, whose last batches
 	// are routed (and fail with redis.ErrClosed) while the shards are open.

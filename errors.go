@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/redshard/redshard/internal/member"
 	"github.com/redshard/redshard/internal/rediserr"
 )
 
@@ -100,7 +101,7 @@ var (
 	// following a registry (Options.Registry) that has lost it for longer
 	// than its lease: the fleet may have gone on without it. Other keys are
 	// served. It ends once the process has caught up with the registry.
-	ErrFenced = errors.New("redshard: fenced from the fleet's membership change")
+	ErrFenced = member.ErrFenced
 	// ErrRegistryBehind is returned (FleetStatus.Err; fleet.Apply) when a fleet's
 	// registry holds a config older than what the fleet has followed, or
 	// another config at the same version: it lost its data or was
@@ -111,7 +112,7 @@ var (
 	// keys the servers' beacons say a change moves) until the registry is
 	// ahead again; fleet.Apply restores the registry from the servers'
 	// beacons (docs/operations.md).
-	ErrRegistryBehind = errors.New("redshard: the registry is behind the fleet")
+	ErrRegistryBehind = member.ErrRegistryBehind
 	// ErrFleetManaged is returned by SetShards on a client that follows a
 	// registry: its shard list changes with the fleet's (redshard apply).
 	ErrFleetManaged = errors.New("redshard: the shard list is managed by the registry")

@@ -11,12 +11,18 @@ import (
 // The fleet driver's seam (internal/fleetseam): what package fleet needs
 // of the root beyond its public API.
 func init() {
-	fleetseam.Options = func(o any) fleetseam.Root {
-		c := &client{cfg: &config{opt: *o.(*Options)}}
-		c.cfg.opt.Registry = nil
-		return seamRoot{c}
-	}
-	fleetseam.Client = func(c any) fleetseam.Root { return seamRoot{c.(*Client).client} }
+	fleetseam.Set(fleetseam.Funcs[Options, Client]{
+		Options: func(o *Options) fleetseam.Root { return seamOptions(o) },
+		Client:  func(c *Client) fleetseam.Root { return seamRoot{c.client} },
+	})
+}
+
+// seamOptions is the fleetseam.Root of o: its connection settings, with
+// no fleet admission.
+func seamOptions(o *Options) seamRoot {
+	c := &client{cfg: &config{opt: *o}}
+	c.cfg.opt.Registry = nil
+	return seamRoot{c}
 }
 
 // seamRoot is a fleetseam.Root: c's options and connections.
@@ -33,7 +39,7 @@ func (r seamRoot) Parse(doc []byte) (fleetseam.Ring, error) {
 	for i, s := range shards {
 		out[i] = fleetseam.Server{Name: s.Name, ID: s.identity(), Desc: s.String(), Shard: s}
 	}
-	return fleetseam.Ring{Servers: out, Owner: ids.owner}, nil
+	return fleetseam.Ring{Servers: out, Owner: ids.Owner}, nil
 }
 
 func (r seamRoot) Dial(s fleetseam.Server) *redis.Client {

@@ -406,7 +406,7 @@ func (c *client) leaseExpiry() int64 {
 	if c.fleet == nil {
 		return 0
 	}
-	return c.fleet.lease.Expiry()
+	return c.fleet.Lease().Expiry()
 }
 
 // awaitRenewal waits until a heartbeat renews the process's lease past
@@ -421,9 +421,9 @@ func (c *client) awaitRenewal(ctx context.Context, was int64) bool {
 	defer t.Stop()
 	for {
 		switch {
-		case !c.fleet.lease.Fresh():
+		case !c.fleet.Lease().Fresh():
 			return false
-		case c.fleet.lease.Expiry() > was:
+		case c.fleet.Lease().Expiry() > was:
 			return true
 		}
 		select {

@@ -210,7 +210,7 @@ func (c *client) newBatchSizer(max int) *batchSizer {
 	if c.fleet == nil {
 		return &batchSizer{n: max, max: max}
 	}
-	return &batchSizer{n: min(max, firstFleetBatch), max: max, budget: c.fleet.lease.Valid() / 4}
+	return &batchSizer{n: min(max, firstFleetBatch), max: max, budget: c.fleet.Lease().Valid() / 4}
 }
 
 // took records how long the last batch took.

@@ -268,7 +268,7 @@ func (c *client) flushRefused(top *topology, info command.Info, pipelined bool) 
 	switch {
 	case c.fleet != nil && top.handoff == nil && top.hold == nil:
 		return fmt.Errorf("%w: %s while this process is fenced (%s): a change it has not seen may be moving keys; run it once it has caught up",
-			ErrFenced, name, top.fence.reason)
+			ErrFenced, name, top.fence.Reason())
 	case c.fleet != nil:
 		return fmt.Errorf("%w: %s while the fleet changes membership: another process's move could bring flushed keys back; run it once the change is over",
 			ErrHandoffInProgress, name)

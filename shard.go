@@ -219,7 +219,7 @@ func (c *client) dialWith(s Shard, kind connKind, onConnect func(context.Context
 	}
 	if kind == connCommand || kind == connReader || kind == connStream {
 		// Every connection that carries data is admitted by the fleet's
-		// fence (fleet_fence.go), after the caller's own step.
+		// fence (Client.admit), after the caller's own step.
 		if gate := c.fleetOnConnect(s); gate != nil {
 			if own := onConnect; own != nil {
 				onConnect = func(ctx context.Context, cn *redis.Conn) error {

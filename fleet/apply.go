@@ -119,7 +119,7 @@ func Apply(ctx context.Context, reg registry.Registry, doc json.RawMessage, opt 
 	if opt.Client != nil {
 		base = *opt.Client
 	}
-	docs := fleetseam.Options(&base)
+	docs := seam.Options(&base)
 	if _, err := docs.Parse(doc); err != nil {
 		return rep, err
 	}
@@ -158,6 +158,9 @@ func Apply(ctx context.Context, reg registry.Registry, doc json.RawMessage, opt 
 	}
 	return rep, err
 }
+
+// seam is the root's side of internal/fleetseam.
+var seam = fleetseam.For[redshard.Options, redshard.Client]()
 
 type driver struct {
 	reg    registry.Registry
@@ -387,7 +390,7 @@ func (d *driver) writeBeacons(ctx context.Context, cfg registry.Config) (time.Ti
 	if err != nil {
 		return time.Time{}, err
 	}
-	own := fleetseam.Client(d.client)
+	own := seam.Client(d.client)
 	start := time.Now()
 	errs := make([]error, len(shards))
 	parallel.Run(len(shards), func(i int) {
@@ -416,35 +419,7 @@ func fleetChangeID(cur registry.Config, doc json.RawMessage) string {
 // servers lists, once each by identity, the servers of the configs'
 // documents, with the connection settings of the driver's options.
 func (d *driver) servers(cfgs ...registry.Config) ([]fleetseam.Server, error) {
-	var out []fleetseam.Server
-	for _, cfg := range cfgs {
-		for _, doc := range []json.RawMessage{cfg.Doc, cfg.PrevDoc} {
-			if len(doc) == 0 {
-				continue
-			}
-			r, err := d.docs.Parse(doc)
-			if err != nil {
-				return nil, err
-			}
-			for _, s := range r.Servers {
-				if !containsID(out, s) {
-					out = append(out, s)
-				}
-			}
-		}
-	}
-	return out, nil
-}
-
-// containsID reports whether list holds a server with s's identity (its
-// address, or its Sentinel master).
-func containsID(list []fleetseam.Server, s fleetseam.Server) bool {
-	for _, o := range list {
-		if o.ID == s.ID {
-			return true
-		}
-	}
-	return false
+	return fleetseam.Servers(d.docs, cfgs...)
 }
 
 // indexInternal records an internal key (redshard.InternalKeyPrefix) in

@@ -27,7 +27,7 @@ func (d *driver) carryFunctions(ctx context.Context, cur registry.Config, doc []
 	from, to := fromRing.Servers, toRing.Servers
 	var joining, staying []fleetseam.Server
 	for _, s := range to {
-		if containsID(from, s) {
+		if fleetseam.ContainsID(from, s) {
 			staying = append(staying, s)
 		} else {
 			joining = append(joining, s)
@@ -41,7 +41,7 @@ func (d *driver) carryFunctions(ctx context.Context, cur registry.Config, doc []
 	}
 	// On the driver's own connections (fleetseam.Root.GiveFunctions is
 	// the root's giveFunctions, SetShards' carrying).
-	if err := fleetseam.Client(d.client).GiveFunctions(ctx, staying, joining); err != nil {
+	if err := seam.Client(d.client).GiveFunctions(ctx, staying, joining); err != nil {
 		return fmt.Errorf("redshard: apply: giving the joining servers the fleet's functions (nothing published): %w", err)
 	}
 	return nil

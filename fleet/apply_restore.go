@@ -58,7 +58,7 @@ func RegistryBehind(ctx context.Context, reg registry.Registry, doc json.RawMess
 	if opt != nil {
 		d.base = *opt
 	}
-	d.docs = fleetseam.Options(&d.base)
+	d.docs = seam.Options(&d.base)
 	cur, err := reg.Get(ctx)
 	if err != nil {
 		return registry.Config{}, false, fmt.Errorf("redshard: reading the registry: %w", err)
@@ -99,7 +99,7 @@ func (d *driver) lost(ctx context.Context, cur registry.Config, doc json.RawMess
 	if top == nil || pending || !beacons.Behind(cur, top.Config) {
 		if _, astray := registry.AckedConfig(members, cur); len(astray) > 0 {
 			return lost, "", fmt.Errorf("%w: it holds %s, but member %s reports %s (%s) and no server's beacon holds that config: it cannot be restored from them",
-				redshard.ErrRegistryBehind, cur.Version(), astray[0].ID, astray[0].Version(), orNone(astray[0].Config))
+				redshard.ErrRegistryBehind, cur.Version(), astray[0].ID, astray[0].Version(), beacons.OrNone(astray[0].Config))
 		}
 		return lost, "", nil
 	}
@@ -112,7 +112,7 @@ func (d *driver) lost(ctx context.Context, cur registry.Config, doc json.RawMess
 	}
 	if !cur.Version().Less(lost.Version()) {
 		return registry.Config{}, "", fmt.Errorf("%w: it holds %s (%s), and the servers' beacons hold %s of another config (%s); resolve it by hand (docs/operations.md)",
-			redshard.ErrRegistryBehind, cur.Version(), orNone(cur.ID()), lost.Version(), lost.ID())
+			redshard.ErrRegistryBehind, cur.Version(), beacons.OrNone(cur.ID()), lost.Version(), lost.ID())
 	}
 	how = fmt.Sprintf("the registry held %s; restored %s from the beacons of %d servers (the newest on %s) and %d live members",
 		cur.Version(), lost.Version(), len(found), top.Server, len(members))
@@ -168,15 +168,8 @@ func astrayError(cfg registry.Config, astray []registry.Member) error {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s on %s (%s)", m.ID, m.Version(), orNone(m.Config))
+		fmt.Fprintf(&b, "%s on %s (%s)", m.ID, m.Version(), beacons.OrNone(m.Config))
 	}
 	return fmt.Errorf("%w: it holds %s (%s) but members report another config: %s; run apply again to restore it from the servers' beacons",
-		redshard.ErrRegistryBehind, cfg.Version(), orNone(cfg.ID()), b.String())
-}
-
-func orNone(id string) string {
-	if id == "" {
-		return "none"
-	}
-	return id
+		redshard.ErrRegistryBehind, cfg.Version(), beacons.OrNone(cfg.ID()), b.String())
 }

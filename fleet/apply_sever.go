@@ -27,7 +27,7 @@ const severRetry = 250 * time.Millisecond
 // published, the phase that no longer waits for such a member, so what
 // such a member sends from then on reaches no server on a connection it
 // opened before: a new one must pass the member's admission, which a
-// dropped member's fails (the root's fleet_fence.go). Members read just before the
+// dropped member's fails (internal/member's Admit). Members read just before the
 // sever are spared, so a process that joined meanwhile keeps its
 // connections; one that is joining has acknowledged nothing and read a
 // config no older than prev (it joins before it reads). A member is
@@ -93,7 +93,7 @@ func (d *driver) severOnce(ctx context.Context, prev registry.Config, shards []f
 // or, before it has one (restore), one with its options and no registry.
 func (d *driver) dialer() fleetseam.Root {
 	if d.client != nil {
-		return fleetseam.Client(d.client)
+		return seam.Client(d.client)
 	}
 	return d.docs
 }

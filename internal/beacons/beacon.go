@@ -79,3 +79,12 @@ func Behind(cfg, applied registry.Config) bool {
 	}
 	return cfg.Version() == applied.Version() && cfg.ID() != applied.ID()
 }
+
+// OrNone is how the fleet's messages print a config's ID: "none" for the
+// empty registry's.
+func OrNone(id string) string {
+	if id == "" {
+		return "none"
+	}
+	return id
+}
