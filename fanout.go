@@ -168,6 +168,10 @@ func (t *topology) mergeFanout(cmd redis.Cmder, info command.Info, subs []sub) {
 				// its previous owner too (internal/pubsub): a server
 				// lists each active channel once, and so does the merge.
 				v = merge.Distinct(v)
+				// A LocalCache client's write-through refills subscribe
+				// its invalidation connections to mark channels of its
+				// own (internal/hot): not the caller's channels.
+				v = merge.Without(v, isMarkChannel)
 			}
 		}
 		if err != nil {

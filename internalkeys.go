@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redshard/redshard/internal/hot"
 	"github.com/redshard/redshard/internal/keymove"
 )
 
@@ -60,3 +61,7 @@ func deleteInternal(ctx context.Context, cl *redis.Client, key string) error {
 	})
 	return err
 }
+
+// isMarkChannel reports whether a Pub/Sub channel is one of the mark
+// channels of LocalCache's write-through refills (internal/hot).
+func isMarkChannel(ch string) bool { return strings.HasPrefix(ch, hot.MarkChannelPrefix) }

@@ -72,9 +72,13 @@ type refill struct {
 	finished chan struct{} // closed when the writer has stored the reply, or given up
 }
 
+// MarkChannelPrefix begins the name of every mark channel. The root's
+// PUBSUB CHANNELS leaves them out: they are redshard's, not the caller's.
+const MarkChannelPrefix = "__redshard__:mark:"
+
 // markChannel names the shard's mark channel: this client's, this shard's.
 func (hs *Shard) markChannel() string {
-	return "__redshard__:mark:" + hs.h.instance + ":" + strconv.Itoa(hs.id)
+	return MarkChannelPrefix + hs.h.instance + ":" + strconv.Itoa(hs.id)
 }
 
 // start registers a refill of key and takes its ticket, under the lock the
