@@ -295,6 +295,12 @@ func (t *topology) shard(name string) (*shard, bool) {
 	return t.shards[i], true
 }
 
+// sources lists the shards that may hold keys: the current ones and the
+// removed ones whose keys have not been moved yet.
+func (t *topology) sources() []*shard {
+	return append(slices.Clone(t.shards), t.orphans...)
+}
+
 // sameEndpoint reports whether a shard client built for a can serve b: the
 // same server, reached with the same options. Options are compared by
 // pointer, Failover by content (see sameFailover): a follower parses its

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"github.com/redshard/redshard/internal/parallel"
-	"slices"
 	"sync"
 	"time"
 
@@ -184,12 +183,6 @@ func (c *client) Rebalance(ctx context.Context, opt RebalanceOptions) (Rebalance
 		}
 	}
 	return report, nil
-}
-
-// sources lists the shards that may hold keys: the current ones and the
-// removed ones whose keys have not been moved yet.
-func (t *topology) sources() []*shard {
-	return append(slices.Clone(t.shards), t.orphans...)
 }
 
 const maxRebalancePasses = 3
