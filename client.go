@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/redshard/redshard/internal/hot"
+	"github.com/redshard/redshard/internal/pubsub"
 	"github.com/redshard/redshard/registry"
 	"github.com/redshard/redshard/ring"
 )
@@ -84,8 +85,8 @@ type client struct {
 	stats   counters
 	load    loader // GetOrLoad state (load.go); its zero value is ready
 
-	pubsub pubsubHub // Subscribe's front client and multiplexers (pubsub.go); its zero value is ready
-	loans  loans     // what the Client handed out and is in use (reach.go); its zero value is ready
+	pubsub pubsub.Lazy // Subscribe's front client and multiplexers (internal/pubsub); its zero value is ready
+	loans  loans       // what the Client handed out and is in use (reach.go); its zero value is ready
 }
 
 // topology is an immutable snapshot of the ring and the shard backends,
@@ -299,6 +300,21 @@ func (t *topology) shard(name string) (*shard, bool) {
 // removed ones whose keys have not been moved yet.
 func (t *topology) sources() []*shard {
 	return append(slices.Clone(t.shards), t.orphans...)
+}
+
+// rings returns t and, during a change, the other ring whose owners
+// processes not switched yet still use: the previous ring during a
+// handoff, the next one in a fleet's Prepare (processes in Migrate
+// publish there).
+func (t *topology) rings() []*topology {
+	rings := []*topology{t}
+	if t.handoff != nil {
+		rings = append(rings, t.handoff.from)
+	}
+	if t.hold != nil {
+		rings = append(rings, t.hold.nextTop)
+	}
+	return rings
 }
 
 // sameEndpoint reports whether a shard client built for a can serve b: the

@@ -629,7 +629,7 @@ func (f *follower) apply(cfg registry.Config) {
 	}
 	c.mu.Unlock()
 	after()
-	c.followPubSub(f.ctx) // subscribed on every ring of the phase before acknowledging it
+	c.pubsub.Follow(f.ctx) // subscribed on every ring of the phase before acknowledging it
 	if next.flight != old.flight {
 		waitIdle(f.ctx, old.flight)
 		next.flight.prev.CompareAndSwap(old.flight, nil) // drained: the chain stays short

@@ -202,7 +202,7 @@ func (c *client) SetShards(ctx context.Context, shards []Shard) error {
 	if err := c.setShards(ctx, shards); err != nil {
 		return err
 	}
-	c.followPubSub(ctx)
+	c.pubsub.Follow(ctx)
 	return nil
 }
 
