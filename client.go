@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/redshard/redshard/internal/hot"
+	"github.com/redshard/redshard/internal/loan"
 	"github.com/redshard/redshard/internal/pubsub"
 	"github.com/redshard/redshard/registry"
 	"github.com/redshard/redshard/ring"
@@ -52,7 +53,7 @@ type Client struct {
 	*front
 	// client is the state; nothing redshard starts refers to the Client
 	// itself, so an unreachable Client can be cleaned up (NewClient), once
-	// nothing it handed out is in use (reach.go).
+	// nothing it handed out is in use (internal/loan).
 	*client
 }
 
@@ -86,7 +87,7 @@ type client struct {
 	load    loader // GetOrLoad state (load.go); its zero value is ready
 
 	pubsub pubsub.Lazy // Subscribe's front client and multiplexers (internal/pubsub); its zero value is ready
-	loans  loans       // what the Client handed out and is in use (reach.go); its zero value is ready
+	loans  *loan.Loans // what the Client handed out and is in use (internal/loan)
 }
 
 // topology is an immutable snapshot of the ring and the shard backends,
@@ -157,6 +158,7 @@ func NewClient(opt *Options) (*Client, error) {
 		return nil, err
 	}
 	c := &client{cfg: cfg, retiring: map[*retirement]struct{}{}, flights: newFlights()}
+	c.loans = loan.New(func() { _ = c.close() })
 	c.monitor = newMonitor(c) // before any shard client, whose first dial starts it
 	if cfg.hot != nil {
 		if c.hot, err = newHotPath(c, cfg.hot); err != nil {
@@ -201,10 +203,10 @@ func NewClient(opt *Options) (*Client, error) {
 	}
 	h := &Client{front: c.front, client: c}
 	// An unreachable, unclosed Client is closed once nothing it handed
-	// out is in use (reach.go), on a goroutine of its own: the runtime
+	// out is in use (internal/loan), on a goroutine of its own: the runtime
 	// runs cleanups one at a time, and close waits for the client's
 	// shared calls.
-	runtime.AddCleanup(h, func(c *client) { go c.orphan() }, c)
+	runtime.AddCleanup(h, func(c *client) { go c.loans.Orphan() }, c)
 	return h, nil
 }
 

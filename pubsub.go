@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redshard/redshard/internal/loan"
 	"github.com/redshard/redshard/internal/pubsub"
 )
 
@@ -42,9 +43,9 @@ import (
 // PubSub when done, as with go-redis. The PubSub keeps the Client open
 // while it is reachable, even once the Client itself is not (see Client).
 func (c *Client) Subscribe(ctx context.Context, channels ...string) *redis.PubSub {
-	defer runtime.KeepAlive(c) // until the PubSub is lent (reach.go)
+	defer runtime.KeepAlive(c) // until the PubSub is lent (internal/loan)
 	ps := c.pubsubFront().Subscribe(ctx, channels...)
-	lendUntilUnreachable(c.client, ps)
+	loan.UntilUnreachable(c.loans, ps)
 	return ps
 }
 
@@ -53,7 +54,7 @@ func (c *Client) Subscribe(ctx context.Context, channels ...string) *redis.PubSu
 func (c *Client) PSubscribe(ctx context.Context, patterns ...string) *redis.PubSub {
 	defer runtime.KeepAlive(c)
 	ps := c.pubsubFront().PSubscribe(ctx, patterns...)
-	lendUntilUnreachable(c.client, ps)
+	loan.UntilUnreachable(c.loans, ps)
 	return ps
 }
 
@@ -62,7 +63,7 @@ func (c *Client) PSubscribe(ctx context.Context, patterns ...string) *redis.PubS
 func (c *Client) SSubscribe(ctx context.Context, channels ...string) *redis.PubSub {
 	defer runtime.KeepAlive(c)
 	ps := c.pubsubFront().SSubscribe(ctx, channels...)
-	lendUntilUnreachable(c.client, ps)
+	loan.UntilUnreachable(c.loans, ps)
 	return ps
 }
 
