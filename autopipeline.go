@@ -46,13 +46,13 @@ func (c *Client) AutoPipeline() (*redis.AutoPipeliner, error) {
 // AutoPipeline). As with go-redis, the first call's options win while the
 // instance lives.
 func (c *Client) AutoPipelineWithOptions(o *redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
-	defer runtime.KeepAlive(c) // until the AutoPipeliner is lent (reach.go)
+	defer runtime.KeepAlive(c) // until the AutoPipeliner is lent (internal/loan)
 	if c.closed.Load() {
 		return nil, redis.ErrClosed
 	}
 	ap, err := c.apFront.AutoPipelineWithOptions(c.frontAPOptions(o, redis.DefaultBlockingAutoPipelineOptions))
 	if err == nil {
-		c.lendAutoPipeliner(ap, false)
+		c.loans.UntilClosed(ap, false)
 	}
 	return ap, err
 }
@@ -74,7 +74,7 @@ func (c *Client) AsyncAutoPipelineWithOptions(o *redis.AutoPipelineOptions) (*re
 	}
 	ap, err := c.apFront.AsyncAutoPipelineWithOptions(c.frontAPOptions(o, redis.DefaultAutoPipelineOptions))
 	if err == nil {
-		c.lendAutoPipeliner(ap, true)
+		c.loans.UntilClosed(ap, true)
 	}
 	return ap, err
 }

@@ -21,7 +21,9 @@ import (
 	"github.com/redshard/redshard/internal/health"
 	"github.com/redshard/redshard/internal/hot"
 	"github.com/redshard/redshard/internal/loader"
+	"github.com/redshard/redshard/internal/loan"
 	"github.com/redshard/redshard/internal/member"
+	"github.com/redshard/redshard/internal/pubsub"
 	"github.com/redshard/redshard/registry"
 	"github.com/redshard/redshard/ring"
 )
@@ -55,7 +57,7 @@ type Client struct {
 	*front
 	// client is the state; nothing redshard starts refers to the Client
 	// itself, so an unreachable Client can be cleaned up (NewClient), once
-	// nothing it handed out is in use (reach.go).
+	// nothing it handed out is in use (internal/loan).
 	*client
 }
 
@@ -88,8 +90,8 @@ type client struct {
 	stats   counters
 	load    loader.Group // GetOrLoad state (internal/loader); its zero value is ready
 
-	pubsub pubsubHub // Subscribe's front client and multiplexers (pubsub.go); its zero value is ready
-	loans  loans     // what the Client handed out and is in use (reach.go); its zero value is ready
+	pubsub pubsub.Lazy // Subscribe's front client and multiplexers (internal/pubsub); its zero value is ready
+	loans  *loan.Loans // what the Client handed out and is in use (internal/loan)
 }
 
 // topology is an immutable snapshot of the ring and the shard backends,
@@ -172,6 +174,7 @@ func NewClient(opt *Options) (*Client, error) {
 			return ts
 		})
 	}
+	c.loans = loan.New(func() { _ = c.close() })
 	if cfg.hot != nil {
 		if c.hot, err = newHotPath(c, cfg.hot); err != nil {
 			return nil, err
@@ -215,10 +218,10 @@ func NewClient(opt *Options) (*Client, error) {
 	}
 	h := &Client{front: c.front, client: c}
 	// An unreachable, unclosed Client is closed once nothing it handed
-	// out is in use (reach.go), on a goroutine of its own: the runtime
+	// out is in use (internal/loan), on a goroutine of its own: the runtime
 	// runs cleanups one at a time, and close waits for the client's
 	// shared calls.
-	runtime.AddCleanup(h, func(c *client) { go c.orphan() }, c)
+	runtime.AddCleanup(h, func(c *client) { go c.loans.Orphan() }, c)
 	return h, nil
 }
 
@@ -308,6 +311,27 @@ func (t *topology) shard(name string) (*shard, bool) {
 		return nil, false
 	}
 	return t.shards[i], true
+}
+
+// sources lists the shards that may hold keys: the current ones and the
+// removed ones whose keys have not been moved yet.
+func (t *topology) sources() []*shard {
+	return append(slices.Clone(t.shards), t.orphans...)
+}
+
+// rings returns t and, during a change, the other ring whose owners
+// processes not switched yet still use: the previous ring during a
+// handoff, the next one in a fleet's Prepare (processes in Migrate
+// publish there).
+func (t *topology) rings() []*topology {
+	rings := []*topology{t}
+	if t.handoff != nil {
+		rings = append(rings, t.handoff.from)
+	}
+	if t.hold != nil {
+		rings = append(rings, t.hold.nextTop)
+	}
+	return rings
 }
 
 // sameEndpoint reports whether a shard client built for a can serve b: the

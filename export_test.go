@@ -45,16 +45,14 @@ func Drop(c *Client) Dropped { return Dropped{c.client} }
 
 // Orphaned reports whether the cleanup of the dropped Client has run.
 func (d Dropped) Orphaned() bool {
-	d.c.loans.mu.Lock()
-	defer d.c.loans.mu.Unlock()
-	return d.c.loans.orphaned
+	_, orphaned := d.c.loans.State()
+	return orphaned
 }
 
 // Loans returns how many things the client handed out are in use.
 func (d Dropped) Loans() int {
-	d.c.loans.mu.Lock()
-	defer d.c.loans.mu.Unlock()
-	return d.c.loans.open
+	open, _ := d.c.loans.State()
+	return open
 }
 
 // Closed reports whether the client has been closed.

@@ -73,7 +73,7 @@ func (t *topology) planFanout(ctx context.Context, cmd redis.Cmder, info command
 // goes to the first shard, and FUNCTION LIST WITHCODE to every shard. Each
 // server serializes its libraries in its own (randomly seeded) order, so
 // the dumps of the same libraries differ byte for byte; their listings,
-// compared as FUNCTION LIST is (in any order, see sameReply), say whether
+// compared as FUNCTION LIST is (in any order, see merge.Same), say whether
 // the shards hold the same libraries, and the first shard's dump is then
 // the answer: restored anywhere, it gives those libraries.
 func (t *topology) planFunctionDump(cmd redis.Cmder) route {

@@ -344,7 +344,7 @@ func (h fleetHost) Apply(ctx context.Context, prev, cfg registry.Config) (bool, 
 	}
 	c.mu.Unlock()
 	after()
-	c.followPubSub(ctx) // subscribed on every ring of the phase before acknowledging it
+	c.pubsub.Follow(ctx) // subscribed on every ring of the phase before acknowledging it
 	if next.flight != old.flight {
 		waitIdle(ctx, old.flight)
 		next.flight.prev.CompareAndSwap(old.flight, nil) // drained: the chain stays short

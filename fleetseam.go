@@ -6,6 +6,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard/internal/fleetseam"
+	"github.com/redshard/redshard/internal/functions"
 )
 
 // The fleet driver's seam (internal/fleetseam): what package fleet needs
@@ -53,12 +54,12 @@ func (r seamRoot) GiveFunctions(ctx context.Context, staying, joining []fleetsea
 			_ = cl.Close()
 		}
 	}()
-	servers := func(list []fleetseam.Server) []libServer {
-		out := make([]libServer, len(list))
+	servers := func(list []fleetseam.Server) []functions.Server {
+		out := make([]functions.Server, len(list))
 		for i, s := range list {
 			cl := r.Dial(s)
 			open = append(open, cl)
-			out[i] = libServer{s.Shard.(Shard), cl}
+			out[i] = libServer(s.Shard.(Shard), cl)
 		}
 		return out
 	}

@@ -57,7 +57,7 @@ type inflight struct {
 	n        drain.Counter
 	blocking atomic.Int64
 	// prev, while set, is the count of the regime this one replaced in
-	// a fleet process (fleet_fence.go): idle waits for it too.
+	// a fleet process (internal/member): idle waits for it too.
 	prev atomic.Pointer[inflight]
 }
 
@@ -207,7 +207,7 @@ func (c *client) SetShards(ctx context.Context, shards []Shard) error {
 	if err := c.setShards(ctx, shards); err != nil {
 		return err
 	}
-	c.followPubSub(ctx)
+	c.pubsub.Follow(ctx)
 	return nil
 }
 

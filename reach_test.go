@@ -305,43 +305,45 @@ func giveAndDrop(t *testing.T, ctx context.Context, shards []redshard.Shard, k h
 	return d, weak.Make(c)
 }
 
-// TestWatchKeepsClientOpen and TestForEachShardKeepsClientOpen: a Client
-// whose last use is a Watch or a ForEachShard stays open while fn runs
-// with its Tx or shard clients (before, it was unreachable, and closed,
-// there).
-func TestWatchKeepsClientOpen(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, shards := miniShards(t, 2)
-	before := goleak.IgnoreCurrent()
-	d := lastUse(t, shards, func(c *redshard.Client, inUse func() error) error {
-		// No key on two shards: the Tx routes each command as the Client.
-		return c.Watch(ctx, func(tx *redis.Tx) error {
-			if err := inUse(); err != nil {
-				return err
-			}
-			return setGet(ctx, tx, "tx")
+// TestCallKeepsClientOpen: a Client whose last use is a Watch or a
+// ForEachShard stays open while fn runs with its Tx or shard clients
+// (before, it was unreachable, and closed, there).
+func TestCallKeepsClientOpen(t *testing.T) {
+	calls := []struct {
+		name string
+		use  func(ctx context.Context, c *redshard.Client, inUse func() error) error
+	}{
+		{"Watch", func(ctx context.Context, c *redshard.Client, inUse func() error) error {
+			// No key on two shards: the Tx routes each command as the Client.
+			return c.Watch(ctx, func(tx *redis.Tx) error {
+				if err := inUse(); err != nil {
+					return err
+				}
+				return setGet(ctx, tx, "tx")
+			})
+		}},
+		{"ForEachShard", func(ctx context.Context, c *redshard.Client, inUse func() error) error {
+			return c.ForEachShard(ctx, func(ctx context.Context, sc *redis.Client) error {
+				if err := inUse(); err != nil {
+					return err
+				}
+				return sc.Ping(ctx).Err()
+			})
+		}},
+	}
+	for _, call := range calls {
+		t.Run(call.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, shards := miniShards(t, 2)
+			before := goleak.IgnoreCurrent()
+			d := lastUse(t, shards, func(c *redshard.Client, inUse func() error) error {
+				return call.use(ctx, c, inUse)
+			})
+			gcUntil(t, "the client is closed", d.Closed)
+			noLeak(t, before)
 		})
-	})
-	gcUntil(t, "the client is closed", d.Closed)
-	noLeak(t, before)
-}
-
-func TestForEachShardKeepsClientOpen(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, shards := miniShards(t, 2)
-	before := goleak.IgnoreCurrent()
-	d := lastUse(t, shards, func(c *redshard.Client, inUse func() error) error {
-		return c.ForEachShard(ctx, func(ctx context.Context, sc *redis.Client) error {
-			if err := inUse(); err != nil {
-				return err
-			}
-			return sc.Ping(ctx).Err()
-		})
-	})
-	gcUntil(t, "the client is closed", d.Closed)
-	noLeak(t, before)
+	}
 }
 
 // lastUse makes a client over shards and calls use with it as the

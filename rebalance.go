@@ -4,15 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"github.com/redshard/redshard/internal/parallel"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/redshard/redshard/internal/keymove"
+	"github.com/redshard/redshard/internal/parallel"
+	"github.com/redshard/redshard/internal/rebalance"
 )
 
 // Rebalance finishes the membership change of the last SetShards: it
@@ -74,34 +72,19 @@ func (c *client) Rebalance(ctx context.Context, opt RebalanceOptions) (Rebalance
 		}()
 	}
 	sources := top.sources()
-	rb := &rebalancer{c: c, top: top, opt: opt, start: time.Now(), settled: settled,
-		report: RebalanceReport{Epoch: top.epoch, Moves: map[[2]string]int64{}}}
-	for _, s := range sources {
-		if n, err := s.client.DBSize(ctx).Result(); err == nil {
-			rb.report.Total += n
-		}
+	list := make([]rebalance.Source, len(sources))
+	for i, s := range sources {
+		list[i] = rebalance.Source{Name: s.Name, Client: s.client}
 	}
-	c.stats.rebalance.start(top.epoch, rb.report.Total)
+	ropt := rebalance.Options{BatchSize: opt.BatchSize, Rate: opt.Rate,
+		SkipVerify: opt.SkipVerify, MoveStrays: opt.MoveStrays, BatchBudget: c.batchBudget()}
+	if opt.Progress != nil {
+		ropt.Progress = func(p rebalance.Progress) { opt.Progress(RebalanceProgress(p)) }
+	}
+	run, err := rebalance.Run(ctx, list, ropt, c.rebalanceSeam(top, sources, settled))
 	defer c.stats.rebalance.running.Store(false)
-	// A server whose SCAN can skip keys deleted under it (miniredis; Redis
-	// itself guarantees it cannot) leaves keys behind: the verification
-	// finds them and another pass moves them.
-	for pass := 0; pass < maxRebalancePasses; pass++ {
-		g, gctx := errgroup.WithContext(ctx)
-		for _, s := range sources {
-			g.Go(func() error { return rb.drain(gctx, s) })
-		}
-		if err = g.Wait(); err != nil || opt.SkipVerify {
-			break
-		}
-		if err = rb.verify(ctx, sources); err != nil || rb.misplaced() == 0 {
-			break
-		}
-	}
-	rb.mu.Lock()
-	report := rb.report
-	report.Elapsed = time.Since(rb.start)
-	rb.mu.Unlock()
+	report := RebalanceReport{RebalanceProgress: RebalanceProgress(run.Progress), Epoch: top.epoch, Moves: run.Moves,
+		Verified: run.Verified, Misplaced: run.Misplaced, Strays: run.Strays}
 	if err != nil {
 		return report, err
 	}
@@ -125,245 +108,69 @@ func (c *client) Rebalance(ctx context.Context, opt RebalanceOptions) (Rebalance
 	return report, nil
 }
 
-// sources lists the shards that may hold keys: the current ones and the
-// removed ones whose keys have not been moved yet.
-func (t *topology) sources() []*shard {
-	return append(slices.Clone(t.shards), t.orphans...)
-}
-
-const maxRebalancePasses = 3
-
-func (rb *rebalancer) misplaced() int64 {
-	rb.mu.Lock()
-	defer rb.mu.Unlock()
-	return rb.report.Misplaced
-}
-
-type rebalancer struct {
-	c       *client
-	top     *topology
-	opt     RebalanceOptions
-	start   time.Time
-	settled string // the settled set moves use; "": move nothing
-
-	paceMu sync.Mutex // guards paced
-	paced  int64      // keys admitted by pace so far
-
-	mu     sync.Mutex // guards report and serialises Progress
-	report RebalanceReport
-}
-
-// drain moves the misplaced keys of one shard.
-func (rb *rebalancer) drain(ctx context.Context, src *shard) error {
-	var cursor uint64
-	size := rb.c.newBatchSizer(rb.opt.BatchSize)
-	for {
-		// go-redis does not check ctx before sending; stop between batches.
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		keys, next, err := src.client.Scan(ctx, cursor, "", int64(rb.opt.BatchSize)).Result()
-		if err != nil {
-			return fmt.Errorf("redshard: rebalance: scanning shard %s: %w", src.Name, err)
-		}
-		// SCAN may return more than COUNT keys: move them a batch at a time.
-		for len(keys) > 0 {
-			n := min(len(keys), size.n)
-			if err := rb.pace(ctx, n); err != nil {
-				return err
-			}
-			start := time.Now()
-			if err := rb.moveBatch(ctx, src, keys[:n]); err != nil {
-				return err
-			}
-			size.took(time.Since(start))
-			keys = keys[n:]
-			if len(keys) > 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-		}
-		if next == 0 {
-			return nil
-		}
-		cursor = next
-	}
-}
-
-// batchSizer sizes the batches of one shard's drain. In a fleet process
-// every batch must end within the process's lease (moveContext), or all
-// of its keys still moving fail: so batches start small and double while
-// a batch takes less than a sixteenth of the lease, and halve when one
-// takes more than a quarter; a slow server or large values slow the drain
-// down rather than fail it. Outside a fleet there is no such bound and
-// every batch is BatchSize.
-type batchSizer struct {
-	n, max int
-	budget time.Duration // a quarter lease; 0: no bound
-}
-
-// firstFleetBatch is the first batch of a drain in a fleet process.
-const firstFleetBatch = 16
-
-func (c *client) newBatchSizer(max int) *batchSizer {
+// batchBudget is how long a batch of Rebalance should take at most: in a
+// fleet process every batch must end within the process's lease
+// (moveContext), or all of its keys still moving fail, so a quarter lease
+// (rebalance.BatchSizer); outside a fleet there is no such bound (0).
+func (c *client) batchBudget() time.Duration {
 	if c.fleet == nil {
-		return &batchSizer{n: max, max: max}
+		return 0
 	}
-	return &batchSizer{n: min(max, firstFleetBatch), max: max, budget: c.fleet.Lease().Valid() / 4}
+	return c.fleet.Lease().Valid() / 4
 }
 
-// took records how long the last batch took.
-func (b *batchSizer) took(d time.Duration) {
-	switch {
-	case b.budget == 0:
-	case d > b.budget:
-		b.n = max(1, b.n/2)
-	case d < b.budget/4:
-		b.n = min(b.max, b.n*2)
-	}
-}
-
-// pace waits until n more keys may be moved without going over
-// RebalanceOptions.Rate since the start of the run: a batch of n keys is
-// admitted once the run has lasted (keys admitted so far + n) / Rate.
-func (rb *rebalancer) pace(ctx context.Context, n int) error {
-	if rb.opt.Rate == 0 {
-		return nil
-	}
-	rb.paceMu.Lock()
-	rb.paced += int64(n)
-	due := rb.start.Add(time.Duration(float64(rb.paced) / rb.opt.Rate * float64(time.Second)))
-	rb.paceMu.Unlock()
-	wait := time.Until(due)
-	if wait <= 0 {
-		return nil
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// placement says what Rebalance does with key k found on server src.
-type placement int
-
-const (
-	inPlace   placement = iota // on its owner (or an internal key)
-	displaced                  // on its previous owner in the change: move it
-	stray                      // neither: leave it unless MoveStrays
-)
-
-func (rb *rebalancer) place(src *shard, k string) placement {
-	if isInternalKey(k) || rb.top.shards[rb.top.ring.LookupIndex(k)].id == src.id {
-		return inPlace
-	}
-	if h := rb.top.handoff; h != nil && h.from.shards[h.from.ring.LookupIndex(k)].id == src.id {
-		return displaced
-	}
-	return stray
-}
-
-// moveBatch moves the displaced keys among keys, found on src (and the
-// strays, with MoveStrays).
-func (rb *rebalancer) moveBatch(ctx context.Context, src *shard, keys []string) error {
-	var move []string
-	for _, k := range keys {
-		switch rb.place(src, k) {
-		case displaced:
-			move = append(move, k)
-		case stray:
-			if rb.opt.MoveStrays {
-				move = append(move, k)
+// rebalanceSeam is top as internal/rebalance sees it, for a run over
+// sources that moves keys under the settled set settled ("": move
+// nothing).
+func (c *client) rebalanceSeam(top *topology, sources []*shard, settled string) rebalance.Seam {
+	owner := func(k string) *shard { return top.shards[top.ring.LookupIndex(k)] }
+	h := top.handoff
+	seam := rebalance.Seam{
+		// A key is in place on its owner (an internal key anywhere),
+		// displaced on its previous owner in the change, else a stray.
+		Place: func(src int, k string) rebalance.Placement {
+			id := sources[src].id
+			if isInternalKey(k) || owner(k).id == id {
+				return rebalance.InPlace
 			}
-		}
+			if h != nil && h.from.shards[h.from.ring.LookupIndex(k)].id == id {
+				return rebalance.Displaced
+			}
+			return rebalance.Stray
+		},
+		Owner:   func(k string) string { return owner(k).Name },
+		Started: func(total int64) { c.stats.rebalance.start(top.epoch, total) },
+		Record: func(p rebalance.Progress) {
+			c.stats.rebalance.record(&RebalanceReport{RebalanceProgress: RebalanceProgress(p)})
+		},
 	}
-	var res []keymove.Result
-	if len(move) > 0 && rb.settled != "" {
-		h := rb.top.handoff
+	if settled == "" {
+		return seam
+	}
+	seam.Move = func(ctx context.Context, src int, keys []string) ([]keymove.Result, error) {
 		if h != nil {
 			if !h.enterMove() {
-				return fmt.Errorf("redshard: rebalance: the change ended while it ran")
+				return nil, fmt.Errorf("redshard: rebalance: the change ended while it ran")
 			}
 			defer h.leaveMove()
 		}
-		mctx, cancel := rb.c.moveContext(ctx)
+		mctx, cancel := c.moveContext(ctx)
 		defer cancel()
-		var err error
-		res, err = keymove.Move(mctx, src.client, move, rb.settled, internalIndex, func(k string) *redis.Client {
-			return rb.top.shards[rb.top.ring.LookupIndex(k)].client
+		from := sources[src]
+		res, err := keymove.Move(mctx, from.client, keys, settled, internalIndex, func(k string) *redis.Client {
+			return owner(k).client
 		})
 		if err != nil {
-			return fmt.Errorf("redshard: rebalance: moving keys from shard %s: %w", src.Name, err)
+			return nil, fmt.Errorf("redshard: rebalance: moving keys from shard %s: %w", from.Name, err)
 		}
 		if h != nil {
 			for i, m := range res {
 				if m.Err == nil {
-					h.markDone(move[i])
+					h.markDone(keys[i])
 				}
 			}
 		}
-	} else {
-		move = nil
+		return res, nil
 	}
-	rb.record(src, keys, move, res)
-	return nil
-}
-
-func (rb *rebalancer) record(src *shard, keys, move []string, res []keymove.Result) {
-	rb.mu.Lock()
-	defer rb.mu.Unlock()
-	r := &rb.report
-	defer rb.c.stats.rebalance.record(r)
-	r.Scanned += int64(len(keys))
-	r.Skipped += int64(len(keys) - len(move))
-	for i, m := range res {
-		switch {
-		case m.Err != nil:
-			r.Failed++
-		case m.Absent, m.Settled:
-			r.Skipped++
-		default:
-			r.Moved++
-			r.Bytes += int64(m.Bytes)
-			to := rb.top.shards[rb.top.ring.LookupIndex(move[i])].Name
-			r.Moves[[2]string{src.Name, to}]++
-		}
-	}
-	if rb.opt.Progress != nil {
-		p := r.RebalanceProgress
-		p.Elapsed = time.Since(rb.start)
-		rb.opt.Progress(p)
-	}
-}
-
-// verify scans every source again and counts the displaced keys still
-// there, and the strays.
-func (rb *rebalancer) verify(ctx context.Context, sources []*shard) error {
-	var misplaced, strays int64
-	for _, s := range sources {
-		iter := s.client.Scan(ctx, 0, "", int64(rb.opt.BatchSize)).Iterator()
-		for iter.Next(ctx) {
-			switch rb.place(s, iter.Val()) {
-			case displaced:
-				misplaced++
-			case stray:
-				strays++
-			}
-		}
-		if err := iter.Err(); err != nil {
-			return fmt.Errorf("redshard: rebalance: verifying shard %s: %w", s.Name, err)
-		}
-	}
-	if rb.opt.MoveStrays {
-		misplaced += strays
-	}
-	rb.mu.Lock()
-	rb.report.Verified, rb.report.Misplaced, rb.report.Strays = true, misplaced, strays
-	rb.mu.Unlock()
-	return nil
+	return seam
 }

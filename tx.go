@@ -9,6 +9,7 @@ import (
 	"github.com/redshard/redshard/internal/netconn"
 
 	"github.com/redshard/redshard/internal/command"
+	"github.com/redshard/redshard/internal/loan"
 )
 
 // Watch runs fn in an optimistic transaction on the shard that owns every
@@ -168,7 +169,7 @@ func (g txGuard) written(cmd redis.Cmder) {
 // connection of the pool stays reachable for good: go-redis keeps its
 // init function on the connection.)
 func (c *Client) Conn() *redis.Conn {
-	defer runtime.KeepAlive(c) // until the Conn is lent (reach.go)
+	defer runtime.KeepAlive(c) // until the Conn is lent (internal/loan)
 	var conn *redis.Conn
 	if top := c.top.Load(); !c.closed.Load() && len(top.shards) == 1 && top.settled() && c.hot == nil {
 		conn = top.shards[0].client.Conn()
@@ -178,6 +179,6 @@ func (c *Client) Conn() *redis.Conn {
 	} else {
 		conn = c.front.Conn()
 	}
-	lendUntilUnreachable(c.client, conn)
+	loan.UntilUnreachable(c.loans, conn)
 	return conn
 }

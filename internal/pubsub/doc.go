@@ -28,7 +28,9 @@
 // (links are its PubSubs, dialed through its hooks: IsLink tells the
 // root's dial hook which connections are a link's), its name and whether
 // it is marked down. The package knows nothing of topologies, backends or
-// options.
+// options. The root keeps a Lazy as a field of its client (the Hub is
+// made on the first Subscribe; Lazy.Follow is what a membership change
+// calls) and takes the probe times from ProbeTimes.
 //
 // Concurrency: a Hub and its muxes are safe for concurrent use. Each mux
 // has one lock, which also guards its links' state; each link has two
