@@ -48,7 +48,25 @@ var zipfWorkload = hotWorkload{"zipf-1.2", func(seed uint64) func() string {
 // distribution) from 16 goroutines against 4 fresh miniredis shards, after
 // warm operations that are not counted, and returns the commands each shard
 // served and the client's hot-key stats.
-func hotLoad(t testing.TB, hk *redshard.HotKeyOptions, w hotWorkload, warm, ops int) ([]int, redshard.HotStats) {
+// opClock is a detector clock driven by the workload, not the wall: each
+// operation moves it on by step, so a key's rate is its share of the
+// operations times 1/step whatever the machine's speed. On a loaded
+// machine the wall-clock rate of every key falls, and keys that are hot
+// by their share would not reach MinRate in time.
+type opClock struct {
+	base time.Time
+	step time.Duration
+	n    atomic.Int64
+}
+
+func newOpClock(opsPerSecond int) *opClock {
+	return &opClock{base: time.Unix(1_700_000_000, 0), step: time.Second / time.Duration(opsPerSecond)}
+}
+
+func (c *opClock) now() time.Time { return c.base.Add(time.Duration(c.n.Load()) * c.step) }
+func (c *opClock) tick()          { c.n.Add(1) }
+
+func hotLoad(t testing.TB, hk *redshard.HotKeyOptions, w hotWorkload, warm, ops int, clock *opClock) ([]int, redshard.HotStats) {
 	t.Helper()
 	var minis []*miniredis.Miniredis
 	var shards []redshard.Shard
@@ -71,6 +89,9 @@ func hotLoad(t testing.TB, hk *redshard.HotKeyOptions, w hotWorkload, warm, ops 
 				r := rand.New(rand.NewPCG(seed, uint64(g)))
 				ctx := context.Background()
 				for i := 0; i < n/workers; i++ {
+					if clock != nil {
+						clock.tick()
+					}
 					k := pick()
 					if r.IntN(100) < 5 {
 						_ = c.Set(ctx, k, i, 0).Err()
@@ -119,7 +140,10 @@ func TestHotKeysBalance(t *testing.T) {
 	// Quick runs last well under the detector's default 10s window, in
 	// which a key needs 500 commands to reach the default 100/s: they use a
 	// 1s window so that the Zipf workload's hot keys are found in time.
-	ops, detector := 40_000, &hotkey.Config{Window: time.Second}
+	// The detector's clock moves with the operations (opClock), as if
+	// they ran at 20,000 per second, so that what turns hot does not
+	// depend on how fast a loaded machine runs them.
+	ops := 40_000
 	if hotRace {
 		ops = 12_000
 	}
@@ -128,7 +152,7 @@ func TestHotKeysBalance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ops, detector = n, nil
+		ops = n
 	}
 	type run struct {
 		w     hotWorkload
@@ -136,8 +160,8 @@ func TestHotKeysBalance(t *testing.T) {
 		goal  float64 // the target
 		bound float64 // what is asserted
 	}
-	lc := &redshard.HotKeyOptions{Mitigation: redshard.LocalCache, Detector: detector}
-	sp := &redshard.HotKeyOptions{Mitigation: redshard.SplitCopies, Detector: detector}
+	lc := &redshard.HotKeyOptions{Mitigation: redshard.LocalCache}
+	sp := &redshard.HotKeyOptions{Mitigation: redshard.SplitCopies}
 	for _, r := range []run{
 		{celebrityWorkload, nil, 0, 0},
 		{celebrityWorkload, lc, 1.15, 1.35},
@@ -151,7 +175,14 @@ func TestHotKeysBalance(t *testing.T) {
 		}
 		t.Run(r.w.name+"/"+mit, func(t *testing.T) {
 			start := time.Now()
-			served, st := hotLoad(t, r.hk, r.w, ops/4, ops)
+			clock := newOpClock(20_000)
+			hk := r.hk
+			if hk != nil {
+				o := *hk
+				o.Detector = &hotkey.Config{Window: time.Second, Now: clock.now}
+				hk = &o
+			}
+			served, st := hotLoad(t, hk, r.w, ops/4, ops, clock)
 			ratio := busiestOverMean(served)
 			t.Logf("%s, mitigation %s, %d ops in %v: served per shard %v, busiest/mean %.3f (goal %.2f)",
 				r.w.name, mit, ops, time.Since(start).Round(time.Millisecond), served, ratio, r.goal)
