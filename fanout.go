@@ -85,11 +85,6 @@ func (t *topology) planFunctionDump(cmd redis.Cmder) route {
 	return route{direct: -1, subs: subs, finish: func() { t.mergeFunctionDump(cmd, subs) }}
 }
 
-// functionListCode returns a FUNCTION LIST WITHCODE command.
-func functionListCode(ctx context.Context) *redis.FunctionListCmd {
-	return redis.NewFunctionListCmd(ctx, "function", "list", "withcode")
-}
-
 // mergeFunctionDump keeps the first shard's dump in cmd (subs[0]) when
 // every shard lists the same libraries with the same code (subs[1:]).
 func (t *topology) mergeFunctionDump(cmd redis.Cmder, subs []sub) {

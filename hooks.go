@@ -1,7 +1,6 @@
 package redshard
 
 import (
-	"context"
 	"slices"
 
 	"github.com/redis/go-redis/v9"
@@ -20,9 +19,6 @@ import (
 //     and reads answered from the local cache, and they see commands that
 //     redshard refused (ErrCrossShard, ErrNotSharded) or failed fast
 //     (ErrShardDown) without sending anything.
-
-// shardHook builds the hook of one shard client.
-type shardHook func(Shard) redis.Hook
 
 // AddHook adds hook to every shard client, now and after later membership
 // changes, so tracing and metrics hooks (redisotel, for example) see the
@@ -78,27 +74,4 @@ func (c *client) AddCommandHook(hook redis.Hook) {
 		ch.pipeline = ch.hooks[i].ProcessPipelineHook(ch.pipeline)
 	}
 	c.cmdHooks.Store(ch)
-}
-
-// commandChain is an immutable chain of command hooks ending in routing.
-type commandChain struct {
-	hooks    []redis.Hook
-	process  redis.ProcessHook
-	pipeline redis.ProcessPipelineHook
-}
-
-// processCommand runs cmd through the command hooks, if any, and routing.
-func (c *client) processCommand(ctx context.Context, cmd redis.Cmder) error {
-	if ch := c.cmdHooks.Load(); ch != nil {
-		return ch.process(ctx, cmd)
-	}
-	return c.routeOne(ctx, cmd)
-}
-
-// processCommands runs a pipeline through the command hooks and routing.
-func (c *client) processCommands(ctx context.Context, cmds []redis.Cmder) error {
-	if ch := c.cmdHooks.Load(); ch != nil {
-		return ch.pipeline(ctx, cmds)
-	}
-	return c.routeMany(ctx, cmds)
 }

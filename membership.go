@@ -19,6 +19,7 @@ import (
 	"github.com/redshard/redshard/internal/command"
 	"github.com/redshard/redshard/internal/drain"
 	"github.com/redshard/redshard/internal/flight"
+	"github.com/redshard/redshard/internal/functions"
 	"github.com/redshard/redshard/internal/keymove"
 	"github.com/redshard/redshard/ring"
 )
@@ -505,4 +506,33 @@ func (c *client) awaitDrain(ctx context.Context, h *handoff) error {
 		}
 	}
 	return nil
+}
+
+// carryFunctions is SetShards' part of functions that follow the ring: it
+// gives the servers of next that are not in old (joining) the function
+// libraries of old's shards, before next is published. The libraries are
+// read from the shards that stay on the ring (all of old's when none
+// stays), skipping those marked down (see giveFunctions).
+func carryFunctions(ctx context.Context, old, next *topology, joining []*shard) error {
+	if len(joining) == 0 {
+		return nil
+	}
+	var sources []functions.Server
+	for _, s := range old.shards {
+		if !s.down.Load() && slices.ContainsFunc(next.shards, func(n *shard) bool { return n.backend == s.backend }) {
+			sources = append(sources, libServer(s.Shard, s.client))
+		}
+	}
+	if len(sources) == 0 {
+		for _, s := range old.shards {
+			if !s.down.Load() {
+				sources = append(sources, libServer(s.Shard, s.client))
+			}
+		}
+	}
+	to := make([]functions.Server, len(joining))
+	for i, s := range joining {
+		to[i] = libServer(s.Shard, s.client)
+	}
+	return giveFunctions(ctx, sources, to)
 }

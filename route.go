@@ -852,3 +852,26 @@ func (c *client) processDown(ctx context.Context, top *topology, info command.In
 	}
 	return cmd.Err()
 }
+
+// commandChain is an immutable chain of command hooks ending in routing.
+type commandChain struct {
+	hooks    []redis.Hook
+	process  redis.ProcessHook
+	pipeline redis.ProcessPipelineHook
+}
+
+// processCommand runs cmd through the command hooks, if any, and routing.
+func (c *client) processCommand(ctx context.Context, cmd redis.Cmder) error {
+	if ch := c.cmdHooks.Load(); ch != nil {
+		return ch.process(ctx, cmd)
+	}
+	return c.routeOne(ctx, cmd)
+}
+
+// processCommands runs a pipeline through the command hooks and routing.
+func (c *client) processCommands(ctx context.Context, cmds []redis.Cmder) error {
+	if ch := c.cmdHooks.Load(); ch != nil {
+		return ch.pipeline(ctx, cmds)
+	}
+	return c.routeMany(ctx, cmds)
+}
