@@ -213,7 +213,7 @@ func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 }
 
 // Raw PUBSUB NUMSUB answers as one server would: one (channel, count) pair
-// per channel asked, in the order asked, counted over every shard.
+// per channel asked, in the order asked, each counted on its owner.
 func TestRawPubSubNumSub(t *testing.T) {
 	ctx := context.Background()
 	cl := newCluster(t, 1, 1, 1, 1)

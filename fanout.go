@@ -153,9 +153,9 @@ func (t *topology) mergeFanout(cmd redis.Cmder, info command.Info, subs []sub) {
 		var v interface{}
 		var err error
 		if _, raw := cmd.(*redis.Cmd); raw && (info.Name == "pubsub|numsub" || info.Name == "pubsub|shardnumsub") {
-			v, err = t.numSub(cmd, info, subs)
-		} else if _, typed := replyval.Value(subs[0].cmd).(map[string]int64); typed && info.Name == "pubsub|shardnumsub" {
-			v = t.shardNumSub(cmd, subs)
+			v, err = t.numSub(cmd, subs)
+		} else if _, typed := replyval.Value(subs[0].cmd).(map[string]int64); typed && (info.Name == "pubsub|numsub" || info.Name == "pubsub|shardnumsub") {
+			v = t.ownerNumSub(cmd, subs)
 		} else {
 			v, err = merge.Concat(subCmds(subs))
 			if err == nil && (info.Name == "pubsub|channels" || info.Name == "pubsub|shardchannels") {
@@ -233,9 +233,15 @@ func (t *topology) mergeKill(cmd redis.Cmder, subs []sub) {
 // numSub merges raw (Do) PUBSUB NUMSUB and SHARDNUMSUB replies into what
 // one server gives: a (channel, count) pair per channel asked, in the order
 // asked, as an array (RESP2) or a map (RESP3), whichever the shards gave.
-// NUMSUB counts add up over the shards; a SHARDNUMSUB count is the channel's
-// owner's, where SSUBSCRIBE and SPUBLISH meet.
-func (t *topology) numSub(cmd redis.Cmder, info command.Info, subs []sub) (interface{}, error) {
+// A channel's count is its owner's, where redshard subscribes it and where
+// its PUBLISH (or SPUBLISH) goes, so the count is the number that PUBLISH
+// through redshard answers. The shards are not summed: during a membership
+// change a channel whose owner changed is subscribed on its previous owner
+// too, and a sum would count each of its subscribers twice (go-redis's
+// "should return the numbers of subscribers" saw {"mychannel": 2} under
+// churn). A subscriber that connected to a non-owner server by itself is
+// not counted; a PUBLISH through redshard would not reach it either.
+func (t *topology) numSub(cmd redis.Cmder, subs []sub) (interface{}, error) {
 	counts := make([]map[string]int64, len(subs))
 	asMap := false
 	for n, s := range subs {
@@ -265,7 +271,7 @@ func (t *topology) numSub(cmd redis.Cmder, info command.Info, subs []sub) (inter
 		var sum int64
 		owner := t.ring.LookupIndex(ch)
 		for n, s := range subs {
-			if info.Name == "pubsub|numsub" || s.shard == owner {
+			if s.shard == owner {
 				sum += counts[n][ch]
 			}
 		}
@@ -278,12 +284,12 @@ func (t *topology) numSub(cmd redis.Cmder, info command.Info, subs []sub) (inter
 	return flat, nil
 }
 
-// shardNumSub merges typed PUBSUB SHARDNUMSUB replies (PubSubShardNumSub)
-// as numSub merges raw ones: a channel's count is its owner's, where
-// SSUBSCRIBE and SPUBLISH meet. Summed over the shards, a channel whose
-// owner changed would be counted on its previous owner too, where it is
-// also subscribed during a membership change.
-func (t *topology) shardNumSub(cmd redis.Cmder, subs []sub) map[string]int64 {
+// ownerNumSub merges typed PUBSUB NUMSUB and SHARDNUMSUB replies
+// (PubSubNumSub, PubSubShardNumSub) as numSub merges raw ones: a channel's
+// count is its owner's. Summed over the shards, a channel whose owner
+// changed would be counted on its previous owner too, where it is also
+// subscribed during a membership change.
+func (t *topology) ownerNumSub(cmd redis.Cmder, subs []sub) map[string]int64 {
 	out := map[string]int64{}
 	for _, a := range cmd.Args()[2:] {
 		ch := command.Arg(a)

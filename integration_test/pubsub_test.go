@@ -89,58 +89,81 @@ func TestPubSubLikeOneServer(t *testing.T) {
 	}
 }
 
-// During a membership change a shard channel whose owner changed is
-// subscribed on its previous owner and its new one; PUBSUB SHARDNUMSUB
-// counts it on its owner only, typed (PubSubShardNumSub) as through Do.
-// Before, the typed reply summed the shards: go-redis's "should sharded
-// pub/sub channels" spec saw {"mychannel": 2} under membership churn
-// (internal/goredissuite rs4churn-resp2). On real servers: miniredis has
-// no SSUBSCRIBE.
-func TestPubSubShardNumSubDuringChange(t *testing.T) {
-	ctx := context.Background()
-	s0, s1 := redistest.Start(t), redistest.Start(t)
-	one := []redshard.Shard{{Name: "shard-0", Addr: s0.Addr()}}
-	two := append(one[:1:1], redshard.Shard{Name: "shard-1", Addr: s1.Addr()})
-	c, err := redshard.NewClient(&redshard.Options{Shards: one})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ring2, err := redshard.NewClient(&redshard.Options{Shards: two})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch := conformance.KeyPerShard(ring2.ShardFor, "sch", "shard-1")[0] // moves to shard-1
-	ring2.Close()
-	ps := c.SSubscribe(ctx, ch)
-	defer ps.Close()
-	if _, err := ps.Receive(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.SetShards(ctx, two); err != nil {
-		t.Fatal(err)
-	}
-	d0 := redis.NewClient(&redis.Options{Addr: s0.Addr()})
-	defer d0.Close()
-	d1 := redis.NewClient(&redis.Options{Addr: s1.Addr()})
-	defer d1.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for d1.PubSubShardNumSub(ctx, ch).Val()[ch] != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the shard channel was not subscribed on its new owner")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if n := d0.PubSubShardNumSub(ctx, ch).Val()[ch]; n != 1 {
-		t.Fatalf("during the change: %d subscribers on the previous owner, want 1 (the test needs both)", n)
-	}
-	got, err := c.PubSubShardNumSub(ctx, ch, "other").Result()
-	if err != nil || len(got) != 2 || got[ch] != 1 || got["other"] != 0 {
-		t.Errorf("PUBSUB SHARDNUMSUB during the change = %v, %v; want {%s: 1, other: 0}", got, err, ch)
-	}
-	raw, err := c.Do(ctx, "PUBSUB", "SHARDNUMSUB", ch).Result()
-	if err != nil || fmt.Sprint(raw) != fmt.Sprint([]interface{}{ch, int64(1)}) {
-		t.Errorf("PUBSUB SHARDNUMSUB (Do) during the change = %v, %v; want [%s 1]", raw, err, ch)
+// During a membership change a channel whose owner changed is subscribed
+// on its previous owner and its new one; PUBSUB NUMSUB and SHARDNUMSUB
+// count it on its owner only, typed (PubSubNumSub, PubSubShardNumSub) as
+// through Do. Before, the typed replies summed the shards: go-redis's
+// "should sharded pub/sub channels" spec saw {"mychannel": 2} from
+// SHARDNUMSUB under membership churn (internal/goredissuite
+// rs4churn-resp2), and later "should return the numbers of subscribers" the
+// same from NUMSUB. On real servers: miniredis has no SSUBSCRIBE.
+func TestPubSubNumSubDuringChange(t *testing.T) {
+	for _, kind := range []struct {
+		name      string
+		subscribe func(*redshard.Client, string) *redis.PubSub
+		count     func(*redis.Client, ...string) *redis.MapStringIntCmd
+	}{
+		{"SHARDNUMSUB", func(c *redshard.Client, ch string) *redis.PubSub { return c.SSubscribe(context.Background(), ch) },
+			func(d *redis.Client, ch ...string) *redis.MapStringIntCmd {
+				return d.PubSubShardNumSub(context.Background(), ch...)
+			}},
+		{"NUMSUB", func(c *redshard.Client, ch string) *redis.PubSub { return c.Subscribe(context.Background(), ch) },
+			func(d *redis.Client, ch ...string) *redis.MapStringIntCmd {
+				return d.PubSubNumSub(context.Background(), ch...)
+			}},
+	} {
+		t.Run(kind.name, func(t *testing.T) {
+			ctx := context.Background()
+			s0, s1 := redistest.Start(t), redistest.Start(t)
+			one := []redshard.Shard{{Name: "shard-0", Addr: s0.Addr()}}
+			two := append(one[:1:1], redshard.Shard{Name: "shard-1", Addr: s1.Addr()})
+			c, err := redshard.NewClient(&redshard.Options{Shards: one})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ring2, err := redshard.NewClient(&redshard.Options{Shards: two})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ch := conformance.KeyPerShard(ring2.ShardFor, "sch", "shard-1")[0] // moves to shard-1
+			ring2.Close()
+			ps := kind.subscribe(c, ch)
+			defer ps.Close()
+			if _, err := ps.Receive(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.SetShards(ctx, two); err != nil {
+				t.Fatal(err)
+			}
+			d0 := redis.NewClient(&redis.Options{Addr: s0.Addr()})
+			defer d0.Close()
+			d1 := redis.NewClient(&redis.Options{Addr: s1.Addr()})
+			defer d1.Close()
+			deadline := time.Now().Add(10 * time.Second)
+			for kind.count(d1, ch).Val()[ch] != 1 {
+				if time.Now().After(deadline) {
+					t.Fatal("the channel was not subscribed on its new owner")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if n := kind.count(d0, ch).Val()[ch]; n != 1 {
+				t.Fatalf("during the change: %d subscribers on the previous owner, want 1 (the test needs both)", n)
+			}
+			var typed map[string]int64
+			if kind.name == "NUMSUB" {
+				typed, err = c.PubSubNumSub(ctx, ch, "other").Result()
+			} else {
+				typed, err = c.PubSubShardNumSub(ctx, ch, "other").Result()
+			}
+			if err != nil || len(typed) != 2 || typed[ch] != 1 || typed["other"] != 0 {
+				t.Errorf("PUBSUB %s during the change = %v, %v; want {%s: 1, other: 0}", kind.name, typed, err, ch)
+			}
+			raw, err := c.Do(ctx, "PUBSUB", kind.name, ch).Result()
+			if err != nil || fmt.Sprint(raw) != fmt.Sprint([]interface{}{ch, int64(1)}) {
+				t.Errorf("PUBSUB %s (Do) during the change = %v, %v; want [%s 1]", kind.name, raw, err, ch)
+			}
+		})
 	}
 }
 
