@@ -133,6 +133,18 @@ func (r *result) metrics() [][2]string {
 			[2]string{"split reads", fmt.Sprint(h.SplitReads)},
 			[2]string{"hot keys at the end", fmt.Sprint(len(h.Keys))},
 		)
+		if c := h.Cache; h.Mitigation == redshard.LocalCache {
+			// The cache's own counters (localcache.Stats), to tell where
+			// the misses go: fills refused by the counters, entries
+			// evicted (expired after MaxStaleness, or for room), Gets
+			// that found an entry hidden by a bump.
+			m = append(m,
+				[2]string{"cache fills stored/refused", fmt.Sprintf("%d / %d (outdated %d, dropped %d)", c.Sets, c.Outdated+c.Dropped, c.Outdated, c.Dropped)},
+				[2]string{"cache rejected/evicted", fmt.Sprintf("%d / %d", c.Rejected, c.Evicted)},
+				[2]string{"cache gets hidden", fmt.Sprintf("%d by invalidation, %d expired", c.Invalidated, c.Expired)},
+				[2]string{"cache bytes", fmt.Sprintf("%d of %d", c.Bytes, c.MaxBytes)},
+			)
+		}
 		if h.Mitigation == redshard.LocalCache {
 			m = append(m, [2]string{"invalidation", invalidationSummary(h.Shards)})
 		}
