@@ -64,14 +64,16 @@ func (g *batchGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	}
 }
 
-// inTrackedRead counts the goroutines inside the hot path's tracked read
-// (queued for a batch, or sending one).
+// inTrackedRead counts the goroutines waiting for the hot path's tracked
+// reads: a miss queued for a batch or in one, in its caller (a direct miss)
+// or in a flight.
 func inTrackedRead() int {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
-			return bytes.Count(buf[:n], []byte("internal/hot.(*Shard).trackedRead("))
+			return bytes.Count(buf[:n], []byte("internal/hot.(*Shard).trackedRead(")) +
+				bytes.Count(buf[:n], []byte("internal/hot.(*Path).directMiss("))
 		}
 		buf = make([]byte, 2*len(buf))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"strconv"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -213,6 +214,11 @@ func (h *Path) missedRead(ctx context.Context, top Topology, s Backend, hs *Shar
 	fk = binary.AppendUvarint(fk, uint64(len(key)))
 	fk = append(fk, key...)
 	fk = append(fk, sub...)
+	if InvalidationState(hs.state.Load()) == InvalidationTracking {
+		if id := hs.live.Load(); id != 0 {
+			return h.directMiss(ctx, s, hs, t, string(fk), id, key, sub, cmd)
+		}
+	}
 	clone := cmd.Clone() // the flight must not touch a command its caller may abandon
 	v, err := h.flight(ctx, string(fk), func(fctx context.Context) (any, error) {
 		return h.fetch(fctx, s, hs, t, key, sub, clone), nil
@@ -298,4 +304,102 @@ func (h *Path) fetch(ctx context.Context, s Backend, hs *Shard, t localcache.Tic
 		h.cache.Supersede(key)
 	}
 	return r
+}
+
+// missTable is a shard's direct misses in progress, by name (the flight
+// name missedRead builds: epoch, shard, the ticket's counters, key and
+// sub-key), so that callers missing the same reply at the same time share
+// one tracked read, as a flight's callers do.
+type missTable struct {
+	mu sync.Mutex
+	m  map[string]*trackedReq
+}
+
+// join returns the miss named name in progress (joined true), or
+// registers r under that name.
+func (t *missTable) join(name string, r *trackedReq) (cur *trackedReq, joined bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if cur, ok := t.m[name]; ok {
+		return cur, true
+	}
+	if t.m == nil {
+		t.m = make(map[string]*trackedReq)
+	}
+	t.m[name] = r
+	return r, false
+}
+
+// remove ends r's registration under name.
+func (t *missTable) remove(name string, r *trackedReq) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m[name] == r {
+		delete(t.m, name)
+	}
+}
+
+// directMiss is missedRead on a shard that tracks, with a live
+// invalidation connection (id): the miss joins the shard's next batch of
+// tracked reads itself, with no flight (no goroutine, timer or
+// singleflight call of its own), and waits for the batch or for ctx. The
+// rules are the flight's: callers share a read only under the same name
+// (t's counters: see missedRead); the read is sent detached from their
+// contexts, bounded by hotFetchTimeout and ended by Close; its reply goes
+// through Fill or Supersede (directFill, run by the batch's sender) before
+// any caller returns it.
+func (h *Path) directMiss(ctx context.Context, s Backend, hs *Shard, t localcache.Ticket, name string, id int64, key, sub string, cmd redis.Cmder) error {
+	r := &trackedReq{ctx: ctx, id: id, key: name, done: make(chan struct{})}
+	cur, joined := hs.misses.join(name, r)
+	if !joined {
+		// A miss that ended just before this one started may have cached
+		// the reply (it waits until the cache shows it before ending).
+		if v, ok := h.cache.Get(hs.id, key, sub); ok {
+			hs.misses.remove(name, r)
+			close(r.done)
+			return v.(*reply).apply(cmd)
+		}
+		r.cmd = cmd.Clone() // the sender must not touch a command its caller may abandon
+		r.complete = func(ctx context.Context, r *trackedReq) bool {
+			return h.directFill(ctx, s, hs, t, id, key, r)
+		}
+		hs.enqueue(r)
+	}
+	select {
+	case <-cur.done:
+	case <-ctx.Done():
+		cmd.SetErr(ctx.Err())
+		return ctx.Err()
+	}
+	if joined {
+		h.stats.coalesced.Add(1)
+	}
+	return cur.rep.apply(cmd)
+}
+
+// directFill is what fetch does after a tracked read, for a direct miss
+// r, in its batch's sender: it sets r.rep and reports whether it filled
+// the cache (the sender then waits once, for the whole batch, until the
+// cache shows the entries). A read whose batch failed is sent again
+// untracked and stores nothing.
+func (h *Path) directFill(ctx context.Context, s Backend, hs *Shard, t localcache.Ticket, id int64, key string, r *trackedReq) bool {
+	if r.closed {
+		r.rep = &reply{err: redis.ErrClosed}
+		return false
+	}
+	store := r.ok
+	if r.failed {
+		store = false
+		r.cmd.SetErr(nil)
+		_ = s.Client().Process(ctx, r.cmd)
+	}
+	r.rep = replyOf(r.cmd)
+	if !r.rep.cacheable() {
+		return false // an error: no value of the key goes back to the caller
+	}
+	if store && hs.live.Load() == id {
+		return h.cache.Fill(t, r.rep, sizeOf(r.rep.val), h.opt.MaxStaleness)
+	}
+	h.cache.Supersede(key)
+	return false
 }

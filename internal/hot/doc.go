@@ -39,10 +39,16 @@
 // Path, Shard and the split registry are safe for concurrent use; a Pipe
 // belongs to one pipeline call. Shared reads, copy fills and copy deletes
 // run as flights of Env.Flights, detached from their callers' contexts and
-// bounded by a timeout; the client's Close of that runner ends them. With
-// tracking, each Shard runs two goroutines (the invalidation subscriber and
-// the reader watch), started at the first hot read of the shard and ended by
-// Shard.Close, which the root's backend calls once when it closes. Path.Close
+// bounded by a timeout; the client's Close of that runner ends them. A
+// miss on a shard that tracks is no flight but a direct miss (cache.go,
+// directMiss): its caller queues a tracked read in the shard's batcher and
+// waits for it or for its own context, and the shard's senders send the
+// batches, detached and bounded the same way. With tracking, each Shard
+// runs four goroutines (the invalidation subscriber, the reader watch and
+// two batch senders), started at the first hot read of the shard and ended
+// by Shard.Close, which the root's backend calls once when it closes, or,
+// for the senders, by the client's Close of the flights (a read queued
+// after they ended fails with redis.ErrClosed). Path.Close
 // releases the local cache, after the flights and the backends are closed.
 //
 // # What it needs from the root

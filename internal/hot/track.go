@@ -87,10 +87,12 @@ type Shard struct {
 	idsMu sync.Mutex         // guards ids
 	ids   map[int64]struct{} // CLIENT IDs of the reader's connections, as they connected
 
-	idle  chan *trackedConn // reader connections between tracked reads; set once with tracking
-	batch batcher           // the tracked reads waiting for a reader connection
-	hooks atomic.Uint64     // bumped by AddHook: older idle connections lack the hook
-	shut  atomic.Bool       // set by Close: idle connections are closed, not kept
+	idle    chan *trackedConn // reader connections between tracked reads; set once with tracking
+	batch   batcher           // the tracked reads waiting for a reader connection
+	senders sync.WaitGroup    // the sendLoop goroutines
+	misses  missTable         // the direct misses in progress (cache.go, directMiss)
+	hooks   atomic.Uint64     // bumped by AddHook: older idle connections lack the hook
+	shut    atomic.Bool       // set by Close: idle connections are closed, not kept
 
 	refills refills // write-through refills waiting for their marks (refill.go)
 }
@@ -116,6 +118,7 @@ const idleTracked = 64
 // backend calls it, once per backend (see Backend.HotState).
 func (h *Path) NewShard(b Backend, closed bool) *Shard {
 	hs := &Shard{h: h, b: b, id: int(h.nextID.Add(1)), closed: closed}
+	hs.batch.signal = make(chan struct{}, 1)
 	if h.opt.Mitigation != LocalCache || h.opt.Tracking == TrackingOff {
 		hs.state.Store(int32(InvalidationOff))
 	}
@@ -160,6 +163,10 @@ func (hs *Shard) tracking(ctx context.Context) InvalidationState {
 		hs.state.Store(int32(InvalidationTracking))
 		go hs.subscribe(hs.h.env.Flights.Context())
 		go hs.watchReaders(wctx)
+		for range maxTrackedBatches {
+			hs.senders.Add(1)
+			go hs.sendLoop(wctx)
+		}
 	case rediserr.Is(err):
 		hs.state.Store(int32(InvalidationStalenessOnly))
 		_ = hs.reader.Close() // reads go to the shard's own client
@@ -284,15 +291,17 @@ func (hs *Shard) AddHook(newHook func() redis.Hook) {
 }
 
 // maxTrackedBatches bounds the batches of tracked reads a shard has in
-// flight at once, each on a reader connection of its own (see
-// trackedRead). Misses that arrive while all of them are in flight queue,
-// and go out together as the next batch.
+// flight at once, each on a reader connection of its own: it is the number
+// of the shard's sender goroutines (sendLoop). Misses that arrive while
+// all of them are in flight queue, and go out together as the next batch.
 const maxTrackedBatches = 2
 
 // trackedReq is one miss's tracked read in a shard's batcher: the read,
 // the invalidation connection it is redirected to, and what came of it.
-// Its batch's sender sets ok and failed before waking it.
+// Its batch's sender sets ok and failed, runs complete, and then closes
+// done; nothing else writes it after it is queued.
 type trackedReq struct {
+	ctx context.Context // the asking caller's: its values go with the batch (hooks), not its cancellation
 	id  int64
 	cmd redis.Cmder
 
@@ -300,88 +309,131 @@ type trackedReq struct {
 
 	ok     bool // the server accepted the tracking
 	failed bool // the batch failed other than by a server's reply: nothing is known of the read
+	closed bool // never sent: the shard or the client closed first (cmd holds redis.ErrClosed)
 
-	// wake receives true when a finished batch hands this request's caller
-	// the sending of the next one, and false once its own batch is done;
-	// true (at most once) always comes first. Two slots: neither send
-	// ever blocks.
-	wake chan bool
+	// complete, if set, runs in the sender once the batch is back, before
+	// done closes: a direct miss's fill (see Path.directMiss), which must
+	// not depend on a caller that may have given up.
+	complete func(ctx context.Context, r *trackedReq) (filled bool)
+	rep      *reply // complete's outcome, for the callers
+	key      string // the miss's name in the shard's missTable ("" for none)
+
+	done chan struct{}
 }
 
-// batcher queues a shard's tracked reads (see trackedRead). Its fields
-// are guarded by mu.
+// batcher queues a shard's tracked reads for its senders (see
+// trackedRead). Its fields are guarded by mu.
 type batcher struct {
-	mu       sync.Mutex
-	queue    []*trackedReq
-	inflight int  // batch slots held (at most maxTrackedBatches), including a handed one
-	handed   bool // a slot was handed to the queue's first request, which has not taken it yet
+	mu     sync.Mutex
+	queue  []*trackedReq
+	closed bool          // the senders are gone: nothing is queued any more
+	signal chan struct{} // one slot: something was queued
 }
 
-// trackedRead sends cmd on the reader as a tracked read redirected to id.
-// ok reports whether the server accepted the tracking; sent is false when
-// the read's batch failed other than by a server's reply (a connection
-// closed or broken mid-batch, a context ended): cmd then holds that error
-// and nothing is known of what the server did.
+// trackedRead sends cmd on the reader as a tracked read redirected to id
+// and waits for it. ok reports whether the server accepted the tracking;
+// sent is false when the read's batch failed other than by a server's
+// reply (a connection closed or broken mid-batch, a context ended, the
+// shard closed): cmd then holds that error and nothing is known of what
+// the server did. ctx's values go with the batch; the batch is bounded by
+// hotFetchTimeout, not by ctx (the caller is a flight, see Path.fetch).
+func (hs *Shard) trackedRead(ctx context.Context, id int64, cmd redis.Cmder) (ok, sent bool) {
+	r := &trackedReq{ctx: ctx, id: id, cmd: cmd, done: make(chan struct{})}
+	hs.enqueue(r)
+	<-r.done
+	return r.ok, !r.failed && !r.closed
+}
+
+// enqueue hands r to the shard's senders, or, once they are gone, ends it
+// at once as closed (its complete still runs).
 //
 // Each read is two commands on the wire, CLIENT CACHING YES and the read,
-// on a connection whose tracking already points to id; on one that does
+// on a connection whose tracking already points to r.id; on one that does
 // not (new, or made before the invalidation connection was replaced)
-// CLIENT TRACKING ON REDIRECT <id> OPTIN goes first. The reads of the
-// misses waiting at one moment share one round trip: the first to arrive
-// while fewer than maxTrackedBatches batches are in flight sends what is
-// queued, itself included, as one pipeline on one reader connection; those
-// that arrive meanwhile queue, and when a batch returns, the first of them
-// is handed its slot and sends the queue as the next batch. Pairs do not
-// interleave: each CACHING YES comes right before its own read.
-func (hs *Shard) trackedRead(ctx context.Context, id int64, cmd redis.Cmder) (ok, sent bool) {
-	r := &trackedReq{id: id, cmd: cmd, wake: make(chan bool, 2)}
+// CLIENT TRACKING ON REDIRECT <id> OPTIN goes first. The reads queued at
+// one moment share one round trip: each of the shard's maxTrackedBatches
+// senders, when free, takes everything queued and sends it as one
+// pipeline on one reader connection; what is queued meanwhile goes as the
+// next batch. Pairs do not interleave: each CACHING YES comes right before
+// its own read.
+func (hs *Shard) enqueue(r *trackedReq) {
 	b := &hs.batch
 	b.mu.Lock()
-	b.queue = append(b.queue, r)
-	lead := b.inflight < maxTrackedBatches
-	if lead {
-		b.inflight++
-	}
-	b.mu.Unlock()
-	if lead {
-		hs.sendQueued(ctx, false)
-	}
-	for <-r.wake {
-		hs.sendQueued(ctx, true)
-	}
-	return r.ok, !r.failed
-}
-
-// sendQueued holds a batch slot (taken by trackedRead, or handed to its
-// caller when handed is true): it sends the queued reads as one batch,
-// then hands the slot to the first read queued meanwhile, or frees it.
-func (hs *Shard) sendQueued(ctx context.Context, handed bool) {
-	b := &hs.batch
-	b.mu.Lock()
-	if handed {
-		b.handed = false
-	}
-	batch := b.queue
-	b.queue = nil
-	if len(batch) == 0 { // another sender took them
-		b.inflight--
+	if b.closed {
 		b.mu.Unlock()
+		hs.finish(context.Background(), []*trackedReq{r}, true)
 		return
 	}
+	b.queue = append(b.queue, r)
 	b.mu.Unlock()
-
-	hs.sendBatch(ctx, batch)
-
-	b.mu.Lock()
-	if len(b.queue) > 0 && !b.handed {
-		b.handed = true
-		b.queue[0].wake <- true // under mu: before the request can leave the queue
-	} else {
-		b.inflight--
+	select {
+	case b.signal <- struct{}{}:
+	default: // a signal is pending already
 	}
-	b.mu.Unlock()
+}
+
+// sendLoop is one of the shard's senders: until ctx ends (Shard.Close,
+// or the client's Close through the flights' context), it sends what is
+// queued as one batch, and again while anything is. When it ends, it ends
+// what is still queued as closed, and nothing is queued any more.
+func (hs *Shard) sendLoop(ctx context.Context) {
+	defer hs.senders.Done()
+	b := &hs.batch
+	for {
+		select {
+		case <-ctx.Done():
+			b.mu.Lock()
+			b.closed = true
+			batch := b.queue
+			b.queue = nil
+			b.mu.Unlock()
+			hs.finish(ctx, batch, true)
+			return
+		case <-b.signal:
+		}
+		for ctx.Err() == nil {
+			b.mu.Lock()
+			batch := b.queue
+			b.queue = nil
+			b.mu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			// The batch is detached from its callers' contexts, as a flight
+			// is: bounded by hotFetchTimeout, ended by Close.
+			bctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), hotFetchTimeout)
+			stop := context.AfterFunc(ctx, cancel)
+			hs.sendBatch(bctx, batch)
+			hs.finish(bctx, batch, false)
+			stop()
+			cancel()
+		}
+	}
+}
+
+// finish runs the completions of batch's reads (closed: none was sent),
+// makes what they filled visible, and wakes their callers.
+func (hs *Shard) finish(ctx context.Context, batch []*trackedReq, closed bool) {
+	filled := false
 	for _, r := range batch {
-		r.wake <- false
+		if closed {
+			r.closed = true
+			r.cmd.SetErr(redis.ErrClosed)
+		}
+		if r.complete != nil && r.complete(ctx, r) {
+			filled = true
+		}
+	}
+	if filled {
+		// Make the entries visible before their misses end, so a caller
+		// that misses from now on finds them rather than reading again.
+		hs.h.cache.Wait()
+	}
+	for _, r := range batch {
+		if r.key != "" {
+			hs.misses.remove(r.key, r)
+		}
+		close(r.done)
 	}
 }
 
@@ -592,6 +644,7 @@ func (hs *Shard) Close() {
 	if stop != nil {
 		stop()
 		<-watched
+		hs.senders.Wait() // what they had queued is ended as closed
 	}
 	if ps != nil {
 		_ = ps.Close() // ends a receive in progress at once
