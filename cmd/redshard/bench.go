@@ -34,7 +34,8 @@ type benchConfig struct {
 	weights    string
 	duration   time.Duration
 	mitigation string
-	mitSet     bool // --mitigation was given
+	mitSet     bool          // --mitigation was given
+	staleness  time.Duration // --max-staleness: HotKeyOptions.MaxStaleness (0: the default)
 	failover   bool
 	addAt      time.Duration
 	addShard   shardSpecs // the shard --add-shard-at adds, for real servers
@@ -122,6 +123,7 @@ includes the servers, which run in this process).`)
 	f.StringVar(&c.weights, "weights", "", "`weights` of the embedded shards, comma-separated, e.g. 1,1,2 (default all 1; sets --shards)")
 	f.DurationVar(&c.duration, "duration", 10*time.Second, "how long each run sends operations")
 	f.StringVar(&c.mitigation, "mitigation", "none", "hot-key mitigation: none, local-cache or split; when not given, a --config file's hot_keys apply")
+	f.DurationVar(&c.staleness, "max-staleness", 0, "HotKeyOptions.MaxStaleness of --mitigation (default redshard's, 1s): how long a cached reply or split copy lives at most")
 	f.BoolVar(&c.failover, "failover", false, "set HealthOptions.Failover: a down shard's commands go to the next shard")
 	f.DurationVar(&c.addAt, "add-shard-at", 0, "add a shard (SetShards) this long into the run: an embedded one of weight 1, or --add-shard")
 	f.Var(&c.addShard, "add-shard", "the real shard --add-shard-at adds, as `name=host:port[:weight]` (its --prefix keys are deleted before each run)")
@@ -157,6 +159,8 @@ includes the servers, which run in this process).`)
 		return usagef("--duration %v: must be positive", c.duration)
 	case c.mitigation != "none" && c.mitigation != "local-cache" && c.mitigation != "split":
 		return usagef("--mitigation %q: want none, local-cache or split", c.mitigation)
+	case c.staleness < 0:
+		return usagef("--max-staleness %v: must not be negative", c.staleness)
 	case c.addAt < 0 || c.killAt < 0:
 		return usagef("--add-shard-at and --kill-shard-at must not be negative")
 	case c.addAt >= c.duration && c.addAt > 0:
@@ -828,6 +832,11 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 	switch system {
 	case "redshard", "redshard-autopipeline":
 		hot := hotKeyOptions(c.mitigation, fl.opt.HotKeys, c.mitSet)
+		if hot != nil && c.staleness > 0 {
+			h := *hot
+			h.MaxStaleness = c.staleness
+			hot = &h
+		}
 		ap := system == "redshard-autopipeline"
 		rfl := fl
 		if ap && c.fullDuplex {
@@ -841,6 +850,9 @@ func (c *benchConfig) runOne(ctx context.Context, system string, fl *fleet, firs
 		res.setting = "mitigation none"
 		if hot != nil {
 			res.setting = "mitigation " + hot.Mitigation.String()
+			if c.staleness > 0 {
+				res.setting += fmt.Sprintf(", MaxStaleness %v", c.staleness)
+			}
 		}
 		if c.failover {
 			res.setting += ", failover"
