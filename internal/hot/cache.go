@@ -351,13 +351,17 @@ func (t *missTable) remove(name string, r *trackedReq) {
 func (h *Path) directMiss(ctx context.Context, s Backend, hs *Shard, t localcache.Ticket, name string, id int64, key, sub string, cmd redis.Cmder) error {
 	r := &trackedReq{ctx: ctx, id: id, key: name, done: make(chan struct{})}
 	cur, joined := hs.misses.join(name, r)
+	if directMissHook != nil {
+		directMissHook(joined)
+	}
 	if !joined {
 		// A miss that ended just before this one started may have cached
 		// the reply (it waits until the cache shows it before ending).
 		if v, ok := h.cache.Get(hs.id, key, sub); ok {
+			r.rep = v.(*reply) // for a caller that joined meanwhile
 			hs.misses.remove(name, r)
 			close(r.done)
-			return v.(*reply).apply(cmd)
+			return r.rep.apply(cmd)
 		}
 		r.cmd = cmd.Clone() // the sender must not touch a command its caller may abandon
 		r.complete = func(ctx context.Context, r *trackedReq) bool {
@@ -403,3 +407,7 @@ func (h *Path) directFill(ctx context.Context, s Backend, hs *Shard, t localcach
 	h.cache.Supersede(key)
 	return false
 }
+
+// directMissHook, when set (tests), runs in directMiss once the miss has
+// registered (joined false) or joined another (true).
+var directMissHook func(joined bool)
