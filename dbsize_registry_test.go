@@ -49,7 +49,7 @@ func TestDBSizeWithoutRegistryKeys(t *testing.T) {
 		t.Fatalf("DBSIZE = %d, %v; want 5 (%d redshard: keys on the servers)", got, err, internal)
 	}
 	// A registry key that is gone is not subtracted any more.
-	if err := reg.Leave(ctx, "m"); err != nil {
+	if err := reg.Leave(ctx, registry.Member{ID: "m"}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := cl.c.DBSize(ctx).Result(); err != nil || got != 5 {

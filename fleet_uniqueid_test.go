@@ -71,8 +71,9 @@ func TestFleetMemberIDTaken(t *testing.T) {
 	other := registry.Member{ID: "same", Incarnation: "usurper", Epoch: cur.Epoch, Phase: cur.Phase, Config: cur.ID()}
 	bound, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
+	st, _ := a.FleetStatus() // a's entry: its id and incarnation
 	for {
-		if err := usurper.Leave(bound, "same"); err != nil {
+		if err := usurper.Leave(bound, st.Member); err != nil {
 			t.Fatal(err)
 		}
 		err := usurper.Heartbeat(bound, other)
@@ -83,7 +84,7 @@ func TestFleetMemberIDTaken(t *testing.T) {
 			t.Fatalf("the usurper's heartbeat: %v", err)
 		}
 	}
-	defer func() { _ = usurper.Leave(ctx, "same") }()
+	defer func() { _ = usurper.Leave(ctx, other) }()
 
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()

@@ -232,10 +232,12 @@ func (d *driver) run(ctx context.Context, doc json.RawMessage) error {
 		written := d.beacons
 		d.beacons = time.Time{}
 		// Before keys move, processes that lost the registry must have
-		// had time to see the beacon.
+		// had time to see the beacon. What is left of that wait may be
+		// nothing (publishing was slow), never a negative hold, which
+		// would leave the phase out of the report.
 		var hold time.Duration
 		if cur.Phase == registry.Prepare {
-			hold = 2*beacons.Fresh - time.Since(written)
+			hold = max(2*beacons.Fresh-time.Since(written), 0)
 		}
 		if err := d.awaitAcks(ctx, cur, published, hold); err != nil {
 			return err

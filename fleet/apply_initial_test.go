@@ -52,7 +52,12 @@ func TestApplyRefusesMisplacedData(t *testing.T) {
 	if rep.Rebalance.Moved < keys/2 {
 		t.Errorf("the recipe change moved %d of %d keys; most should move", rep.Rebalance.Moved, keys)
 	}
-	c := f.client(t, f.open(t), "p0")
+	// A steady process (openSteady): every GET of its is checked, so its
+	// fence must not depend on the scheduler. With fleetTTL a loaded
+	// machine could fence it: a lease of a second run out, or its start's
+	// read of the servers' beacons (bounded by a quarter TTL, 500ms) cut
+	// short, and a fenced process may refuse a key.
+	c := f.client(t, f.openSteady(t), "p0")
 	for i := range keys {
 		k := fmt.Sprintf("k%d", i)
 		if got, err := c.Get(ctx, k).Int(); err != nil || got != i {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,5 +92,49 @@ func TestApplyRefusesBadSentinelDoc(t *testing.T) {
 	}
 	if cfg, err := f.reg.Get(ctx); err != nil || cfg.Epoch != 0 {
 		t.Errorf("the registry holds %+v, %v; want nothing published", cfg, err)
+	}
+}
+
+// slowPublish is a registry whose Publish of a Prepare phase takes at
+// least delay: a loaded machine, or a slow registry.
+type slowPublish struct {
+	registry.Registry
+	delay time.Duration
+}
+
+func (r *slowPublish) Publish(ctx context.Context, prev, next registry.Config) error {
+	if next.Phase == registry.Prepare {
+		time.Sleep(r.delay)
+	}
+	return r.Registry.Publish(ctx, prev, next)
+}
+
+// TestApplyReportsEveryPhase: the report lists every phase of a change,
+// Prepare too when its beacons were written longer ago than the wait
+// Migrate asks for (publishing it was slow). The Prepare phase went
+// missing from the report on a loaded machine, where the wait that
+// remained after the publish came out negative and was taken for "do not
+// report".
+func TestApplyReportsEveryPhase(t *testing.T) {
+	f := newFleet(t, 2)
+	ctx := context.Background()
+	f.apply(t, ctx, f.doc(1))
+	// Longer than the wait for the beacons (twice their freshness, 500ms).
+	reg := &slowPublish{Registry: f.reg, delay: time.Second}
+	rep, err := fleet.Apply(ctx, reg, f.doc(2), fleet.ApplyOptions{Driver: "test",
+		Client: &redshard.Options{Health: &redshard.HealthOptions{Disable: true}}})
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	var got []registry.Phase
+	for _, p := range rep.Phases {
+		if p.Version.Epoch != rep.To.Epoch {
+			t.Errorf("phase %s reported in the change to %s", p.Version, rep.To)
+		}
+		got = append(got, p.Version.Phase)
+	}
+	want := []registry.Phase{registry.Prepare, registry.Migrate, registry.Commit, registry.Stable}
+	if !slices.Equal(got, want) {
+		t.Errorf("reported phases %v, want %v", got, want)
 	}
 }

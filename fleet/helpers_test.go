@@ -57,11 +57,29 @@ func newFleet(t *testing.T, n int) *testFleet {
 	return f
 }
 
+// steadyTTL is the member lifetime of the processes whose lease a test
+// does not exercise (openSteady): their lease (half of it) outlasts any
+// heartbeat or beacon read a loaded machine delays, so they are never
+// fenced and what the test asserts of them (every read answered) does not
+// depend on the scheduler keeping up.
+const steadyTTL = 30 * time.Second
+
 // open returns a registry of its own on the fleet's registry server.
 func (f *testFleet) open(t *testing.T) registry.Registry {
 	t.Helper()
+	return f.openTTL(t, fleetTTL)
+}
+
+// openSteady is open with steadyTTL.
+func (f *testFleet) openSteady(t *testing.T) registry.Registry {
+	t.Helper()
+	return f.openTTL(t, steadyTTL)
+}
+
+func (f *testFleet) openTTL(t *testing.T, ttl time.Duration) registry.Registry {
+	t.Helper()
 	reg, err := registry.NewRedisOptions(f.rdb, "redshard:registry:test",
-		&registry.Options{PollInterval: 100 * time.Millisecond, MemberTTL: fleetTTL})
+		&registry.Options{PollInterval: 100 * time.Millisecond, MemberTTL: ttl})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -217,8 +217,17 @@ end
 return docs
 `)
 
-// leaveScript: ARGV id.
+// leaveScript: ARGV id, incarnation. It is a compare-and-delete on the
+// incarnation: an entry that holds another one (none counting as "") is
+// kept, and the script returns 0.
 var leaveScript = redis.NewScript(`
+local cur = redis.call('HGET', KEYS[2], ARGV[1])
+if cur then
+  local ok, doc = pcall(cjson.decode, cur)
+  local inc = ok and type(doc) == 'table' and doc['incarnation'] or ''
+  if type(inc) ~= 'string' then inc = '' end
+  if inc ~= ARGV[2] then return 0 end
+end
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
 return 1
@@ -291,16 +300,16 @@ func (r *redisRegistry) Heartbeat(ctx context.Context, m Member) error {
 	return nil
 }
 
-func (r *redisRegistry) Leave(ctx context.Context, id string) error {
+func (r *redisRegistry) Leave(ctx context.Context, m Member) error {
 	if err := r.check(); err != nil {
 		return err
 	}
 	rdb, err := r.client(ctx)
 	if err == nil {
-		err = leaveScript.Run(ctx, rdb, []string{r.membersKey, r.memberDocsKey}, id).Err()
+		err = leaveScript.Run(ctx, rdb, []string{r.membersKey, r.memberDocsKey}, m.ID, m.Incarnation).Err()
 	}
 	if err != nil {
-		return fmt.Errorf("registry: leave of %s: %w", id, err)
+		return fmt.Errorf("registry: leave of %s: %w", m.ID, err)
 	}
 	return nil
 }

@@ -47,9 +47,14 @@ type Registry interface {
 	// incarnation (written by an older version), is replaced.
 	Heartbeat(ctx context.Context, m Member) error
 
-	// Leave removes the member id at once (a clean shutdown), rather than
-	// letting it expire. Leaving an unknown id is not an error.
-	Leave(ctx context.Context, id string) error
+	// Leave removes m's entry at once (a clean shutdown), rather than
+	// letting it expire: the entry for m.ID, if it holds m.Incarnation.
+	// An entry of another incarnation is left in place, so that a process
+	// that was paused past its lease, and whose id a new incarnation took
+	// meanwhile, does not remove the new one's entry when it leaves late.
+	// Leaving an unknown id, or an entry of another incarnation, is not an
+	// error.
+	Leave(ctx context.Context, m Member) error
 
 	// MemberTTL is how long a Heartbeat keeps a member live, counted from
 	// when the registry received it (Options.MemberTTL; etcd may keep it a

@@ -299,7 +299,8 @@ func TestApplyResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer slow.Close()
-	if err := slow.Heartbeat(ctx, registry.Member{ID: "laggard", Host: "h", PID: 7, Epoch: 1, Phase: registry.Stable}); err != nil {
+	laggard := registry.Member{ID: "laggard", Host: "h", PID: 7, Epoch: 1, Phase: registry.Stable}
+	if err := slow.Heartbeat(ctx, laggard); err != nil {
 		t.Fatal(err)
 	}
 	watch, cancelWatch := context.WithCancel(ctx)
@@ -335,7 +336,7 @@ func TestApplyResumes(t *testing.T) {
 		}
 	}
 
-	if err := slow.Leave(ctx, "laggard"); err != nil {
+	if err := slow.Leave(ctx, laggard); err != nil {
 		t.Fatal(err)
 	}
 	stdout, _ := f.apply(t, "a", "b")

@@ -235,7 +235,7 @@ func (f *Follower) Stop() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_ = f.reg.Leave(ctx, f.me.ID)
+	_ = f.reg.Leave(ctx, f.me) // its own incarnation's entry only
 }
 
 func (f *Follower) kickNow() {

@@ -256,26 +256,54 @@ func (r *etcdRegistry) forgetLease(mk memberKey) (clientv3.LeaseID, bool) {
 	return lease, ok
 }
 
-func (r *etcdRegistry) Leave(ctx context.Context, id string) error {
+func (r *etcdRegistry) Leave(ctx context.Context, m registry.Member) error {
 	if err := r.check(); err != nil {
 		return err
 	}
-	if _, err := r.cli.Delete(ctx, r.membersPrefix+id); err != nil {
-		return fmt.Errorf("registry: leave of %s: %w", id, err)
+	if err := r.deleteMember(ctx, m); err != nil {
+		return err
 	}
-	r.mu.Lock()
-	var leases []clientv3.LeaseID
-	for mk, lease := range r.leases {
-		if mk.id == id {
-			leases = append(leases, lease)
-			delete(r.leases, mk)
-		}
-	}
-	r.mu.Unlock()
-	for _, lease := range leases {
-		_, _ = r.cli.Revoke(ctx, lease) // its key is gone already; the lease would expire
+	// This registry's lease of m (not of another incarnation of m.ID) has
+	// no key any more, or one of m's that outlived the delete's read: it
+	// goes, with what it holds.
+	if lease, ok := r.forgetLease(memberKey{m.ID, m.Incarnation}); ok {
+		_, _ = r.cli.Revoke(ctx, lease) // otherwise it would expire
 	}
 	return nil
+}
+
+// deleteMember deletes m.ID's key if it holds m.Incarnation (none
+// counting as ""), with a compare-and-delete on the key's revision as
+// read: a key that another incarnation took between the read and the
+// delete is kept.
+func (r *etcdRegistry) deleteMember(ctx context.Context, m registry.Member) error {
+	key := r.membersPrefix + m.ID
+	resp, err := r.cli.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("registry: leave of %s: %w", m.ID, err)
+	}
+	kvs := resp.Kvs
+	for {
+		if len(kvs) == 0 {
+			return nil // gone: left, expired, or never joined
+		}
+		cur, _ := registry.DecodeMember(kvs[0].Value) // undecodable: no incarnation
+		if cur.Incarnation != m.Incarnation {
+			return nil // another incarnation's: it stays
+		}
+		tx, err := r.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", kvs[0].ModRevision)).
+			Then(clientv3.OpDelete(key)).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		if err != nil {
+			return fmt.Errorf("registry: leave of %s: %w", m.ID, err)
+		}
+		if tx.Succeeded {
+			return nil
+		}
+		kvs = tx.Responses[0].GetResponseRange().Kvs // changed since read: compare again
+	}
 }
 
 func (r *etcdRegistry) Members(ctx context.Context) ([]registry.Member, error) {

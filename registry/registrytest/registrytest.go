@@ -63,6 +63,7 @@ func Run(t *testing.T, newNamespace func(t *testing.T) Namespace) {
 		{"WatchEnds", testWatchEnds},
 		{"Heartbeat", testHeartbeat},
 		{"MemberIDInUse", testMemberIDInUse},
+		{"LeaveOwnIncarnation", testLeaveOwnIncarnation},
 		{"Lock", testLock},
 		{"LockExpires", testLockExpires},
 		{"Close", testClose},
@@ -468,13 +469,13 @@ func testHeartbeat(t *testing.T, ns Namespace) {
 	}
 	t.Logf("a member with ttl %v expired %v after its last heartbeat", ttl, time.Since(lastBeat).Round(time.Millisecond))
 
-	if err := a.Leave(ctxFor(t), "p1"); err != nil {
+	if err := a.Leave(ctxFor(t), m1); err != nil {
 		t.Fatal(err)
 	}
 	if got := ids(members(b)); got != "" {
 		t.Fatalf("Members after p1 left = %s, want none", got)
 	}
-	if err := a.Leave(ctxFor(t), "nobody"); err != nil {
+	if err := a.Leave(ctxFor(t), registry.Member{ID: "nobody"}); err != nil {
 		t.Fatalf("Leave of an unknown id: %v", err)
 	}
 	if err := a.Heartbeat(ctxFor(t), registry.Member{}); !errors.Is(err, registry.ErrInvalidArgument) {
@@ -541,7 +542,7 @@ func testMemberIDInUse(t *testing.T, ns Namespace) {
 
 	// An entry that left is taken over, and its old incarnation is then
 	// refused: the id is another process's now.
-	if err := a.Leave(ctxFor(t), "p"); err != nil {
+	if err := a.Leave(ctxFor(t), p1); err != nil {
 		t.Fatal(err)
 	}
 	beat(b, p2)
@@ -574,13 +575,103 @@ func testMemberIDInUse(t *testing.T, ns Namespace) {
 	if got := incarnations(c); got != "p=two,q=three,r=new" {
 		t.Fatalf("Members after r expired and was taken over = %s, want p=two,q=three,r=new", got)
 	}
-	if err := a.Leave(ctxFor(t), "p"); err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"q", "r"} {
-		if err := b.Leave(ctxFor(t), id); err != nil {
+	for _, m := range []registry.Member{p2, {ID: "q", Incarnation: "three"}, {ID: "r", Incarnation: "new"}} {
+		if err := b.Leave(ctxFor(t), m); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if got := incarnations(a); got != "" {
+		t.Fatalf("Members after every entry left = %s, want none", got)
+	}
+}
+
+// testLeaveOwnIncarnation: Leave removes the leaver's own incarnation
+// only. A process paused past its lease, whose id a new incarnation took
+// meanwhile, leaves late (its Close): the new incarnation's entry stays,
+// and goes on being renewed; the new incarnation's own Leave removes it.
+// An entry with no incarnation is removed by a Leave with none, and only
+// by one.
+func testLeaveOwnIncarnation(t *testing.T, ns Namespace) {
+	// The paused process's entry expires; the others live while the test
+	// runs, however loaded the machine (they leave at the end).
+	const ttl = time.Second
+	paused, _ := ns(Open{MemberTTL: ttl})
+	rejoined, _ := ns(Open{MemberTTL: 3 * deadline})
+	other, _ := ns(Open{MemberTTL: 3 * deadline})
+	incarnations := func() string {
+		t.Helper()
+		ms, err := other.Members(ctxFor(t))
+		if err != nil {
+			t.Fatalf("Members: %v", err)
+		}
+		var s []string
+		for _, m := range ms {
+			s = append(s, m.ID+"="+m.Incarnation)
+		}
+		return strings.Join(s, ",")
+	}
+	leave := func(r registry.Registry, m registry.Member) {
+		t.Helper()
+		if err := r.Leave(ctxFor(t), m); err != nil {
+			t.Fatalf("Leave(%s, %q): %v", m.ID, m.Incarnation, err)
+		}
+	}
+	old := registry.Member{ID: "p", Incarnation: "old", Epoch: 1, Phase: registry.Stable}
+	cur := registry.Member{ID: "p", Incarnation: "new", Epoch: 1, Phase: registry.Stable}
+	if err := paused.Heartbeat(ctxFor(t), old); err != nil {
+		t.Fatal(err)
+	}
+	// old stops beating (paused); cur takes the id once old's entry expired.
+	tick := time.NewTicker(ttl / 4)
+	defer tick.Stop()
+	timer := time.NewTimer(deadline)
+	defer timer.Stop()
+	for {
+		err := rejoined.Heartbeat(ctxFor(t), cur)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, registry.ErrMemberIDInUse) {
+			t.Fatalf("Heartbeat(p, new): %v", err)
+		}
+		select {
+		case <-tick.C:
+		case <-timer.C:
+			t.Fatalf("p's expired entry was not taken over within %v (ttl %v)", deadline, ttl)
+		}
+	}
+
+	// old resumes and leaves late, through its own registry and through
+	// another: cur's entry stays, and cur's heartbeats are still its own.
+	leave(paused, old)
+	if got := incarnations(); got != "p=new" {
+		t.Fatalf("Members after the old incarnation's late Leave = %s, want p=new: it removed the new incarnation's entry", got)
+	}
+	leave(other, old)
+	leave(other, registry.Member{ID: "p"})
+	if got := incarnations(); got != "p=new" {
+		t.Fatalf("Members after Leaves of other incarnations = %s, want p=new", got)
+	}
+	if err := rejoined.Heartbeat(ctxFor(t), cur); err != nil {
+		t.Fatalf("Heartbeat(p, new) after the old incarnation left: %v", err)
+	}
+	leave(rejoined, cur)
+	if got := incarnations(); got != "" {
+		t.Fatalf("Members after the new incarnation left = %s, want none", got)
+	}
+
+	// An entry with no incarnation (an older version's) is left by a
+	// Leave with none.
+	if err := other.Heartbeat(ctxFor(t), registry.Member{ID: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	leave(other, registry.Member{ID: "q", Incarnation: "some"})
+	if got := incarnations(); got != "q=" {
+		t.Fatalf("Members after a Leave of another incarnation of q = %s, want q=", got)
+	}
+	leave(other, registry.Member{ID: "q"})
+	if got := incarnations(); got != "" {
+		t.Fatalf("Members after q left = %s, want none", got)
 	}
 }
 
@@ -706,7 +797,7 @@ func testClose(t *testing.T, ns Namespace) {
 		"Publish":   a.Publish(ctx, registry.Config{}, registry.Initial(Doc(0))),
 		"Heartbeat": a.Heartbeat(ctx, registry.Member{ID: "x"}),
 		"Members":   func() error { _, err := a.Members(ctx); return err }(),
-		"Leave":     a.Leave(ctx, "x"),
+		"Leave":     a.Leave(ctx, registry.Member{ID: "x"}),
 		"Lock":      func() error { _, err := a.Lock(ctx, "x", lockTTL); return err }(),
 	} {
 		if !errors.Is(err, registry.ErrClosed) {
@@ -730,7 +821,7 @@ func Calls(t *testing.T, r registry.Registry, first registry.Config, held regist
 		{"Publish", func(ctx context.Context) error { return r.Publish(ctx, first, Next(t, first, 1)) }},
 		{"Heartbeat", func(ctx context.Context) error { return r.Heartbeat(ctx, registry.Member{ID: "m"}) }},
 		{"Members", func(ctx context.Context) error { _, err := r.Members(ctx); return err }},
-		{"Leave", func(ctx context.Context) error { return r.Leave(ctx, "m") }},
+		{"Leave", func(ctx context.Context) error { return r.Leave(ctx, registry.Member{ID: "m"}) }},
 		{"Lock", func(ctx context.Context) error { _, err := r.Lock(ctx, "other", time.Minute); return err }},
 		{"Unlock", func(ctx context.Context) error { return held.Unlock(ctx) }},
 		{"Watch", func(ctx context.Context) error {
