@@ -94,56 +94,6 @@ type client struct {
 	loans  *loan.Loans // what the Client handed out and is in use (internal/loan)
 }
 
-// topology is an immutable snapshot of the ring and the shard backends,
-// aligned: shards[i] is the owner of ring index i.
-type topology struct {
-	epoch  uint64
-	ring   *ring.Ring
-	shards []*shard
-
-	// handoff, while not nil, holds the previous topology: keys whose owner
-	// changed are fetched from their previous owner on first use.
-	handoff *handoff
-
-	// orphans are shards removed by SetShards whose keys Rebalance has not
-	// moved yet: not on the ring, still open.
-	orphans []*shard
-
-	// gutterTTL > 0 turns failover on: a down shard's keys are served by a
-	// stand-in, and writes there live at most gutterTTL.
-	gutterTTL time.Duration
-
-	// flight counts the commands running on this epoch's ring; the first
-	// move of the next change waits for it to reach zero.
-	flight *inflight
-
-	// hold, in a fleet's Prepare phase, holds the commands on keys the
-	// next ring moves (fleet.go); fence, while a fleet's process has lost
-	// its registry, refuses those a change may move.
-	hold  *hold
-	fence *member.Fence
-	// admit, in a fleet process, says whether the topology's commands may
-	// open connections (internal/member); nil: they may.
-	admit *member.Admission
-
-	// guarded is set (seal) when commands must send their keys through
-	// handOff: a change to hand off, a hold or a fence.
-	guarded bool
-}
-
-// seal computes t's derived fields before it is published.
-func (t *topology) seal() *topology {
-	t.guarded = t.handoff != nil && !t.handoff.committed.Load() || t.hold != nil || t.fence != nil
-	return t
-}
-
-// shard is one shard of a topology: its configuration (which may differ
-// from its backend's in weight only) and its backend.
-type shard struct {
-	Shard
-	*backend
-}
-
 // errFrontDial is what the front client's connections say if anything
 // ever uses one (Monitor, a WithTimeout client's Subscribe, ...).
 var errFrontDial = fmt.Errorf("%w: this connection is not bound to a shard "+
@@ -301,39 +251,6 @@ func (c *client) buildShards(r *ring.Ring, shards []Shard, old *topology) []*sha
 	return out
 }
 
-// shard returns the named shard of t; a nil t has none.
-func (t *topology) shard(name string) (*shard, bool) {
-	if t == nil {
-		return nil, false
-	}
-	i, ok := t.ring.Index(name)
-	if !ok {
-		return nil, false
-	}
-	return t.shards[i], true
-}
-
-// sources lists the shards that may hold keys: the current ones and the
-// removed ones whose keys have not been moved yet.
-func (t *topology) sources() []*shard {
-	return append(slices.Clone(t.shards), t.orphans...)
-}
-
-// rings returns t and, during a change, the other ring whose owners
-// processes not switched yet still use: the previous ring during a
-// handoff, the next one in a fleet's Prepare (processes in Migrate
-// publish there).
-func (t *topology) rings() []*topology {
-	rings := []*topology{t}
-	if t.handoff != nil {
-		rings = append(rings, t.handoff.from)
-	}
-	if t.hold != nil {
-		rings = append(rings, t.hold.nextTop)
-	}
-	return rings
-}
-
 // sameEndpoint reports whether a shard client built for a can serve b: the
 // same server, reached with the same options. Options are compared by
 // pointer, Failover by content (see sameFailover): a follower parses its
@@ -430,19 +347,6 @@ func (c *client) enter() (*topology, int, error) {
 	}
 	return nil, 0, redis.ErrClosed
 }
-
-// exit ends a command counted by enter on slot.
-func (t *topology) exit(slot int) { t.flight.n.Exit(slot) }
-
-// block moves a command counted by enter on slot to the blocking count;
-// the caller then calls unblock instead of exit.
-func (t *topology) block(slot int) {
-	t.flight.blocking.Add(1)
-	t.flight.n.Exit(slot)
-}
-
-// unblock ends a command moved to the blocking count.
-func (t *topology) unblock() { t.flight.blocking.Add(-1) }
 
 // Close cancels the shared calls redshard runs for its callers (hot-key
 // reads, handoffs, GetOrLoad loads) and waits for them, stops the health

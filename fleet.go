@@ -14,7 +14,6 @@ import (
 	"github.com/redshard/redshard/internal/member"
 	"github.com/redshard/redshard/internal/parallel"
 	"github.com/redshard/redshard/registry"
-	"github.com/redshard/redshard/ring"
 )
 
 // A fleet (docs/membership.md, "A fleet"): every process follows the
@@ -54,17 +53,6 @@ import (
 // left that phase: it runs again on the new topology. It only reaches a
 // caller from inside a transaction (Watch), where it cannot.
 var errReroute = fmt.Errorf("%w: the fleet's change moved on while the command waited; run it again", ErrHandoffInProgress)
-
-// hold is a Prepare topology's view of the next ring: commands on keys that
-// move wait for released.
-type hold struct {
-	epoch    uint64     // the registry epoch of the change
-	next     *ring.Ring // the ring being prepared
-	nextIDs  []string   // server identity of next's index i
-	nextTop  *topology  // next's shards (never published: the pub/sub multiplexer listens there too)
-	released chan struct{}
-	timeout  time.Duration
-}
 
 // moving reports whether key's server differs between top (routing by the
 // previous ring) and the ring being prepared.
