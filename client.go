@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"reflect"
 	"runtime"
 	"slices"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/redshard/redshard/internal/flight"
@@ -93,11 +91,6 @@ type client struct {
 	pubsub pubsub.Lazy // Subscribe's front client and multiplexers (internal/pubsub); its zero value is ready
 	loans  *loan.Loans // what the Client handed out and is in use (internal/loan)
 }
-
-// errFrontDial is what the front client's connections say if anything
-// ever uses one (Monitor, a WithTimeout client's Subscribe, ...).
-var errFrontDial = fmt.Errorf("%w: this connection is not bound to a shard "+
-	"(use the Client's own Subscribe, PSubscribe and SSubscribe, ShardFor, or ForEachShard)", ErrNotSharded)
 
 // NewClient validates opt (see Options.Validate) and returns a client for
 // its shards. It does not contact the shards, and runs no goroutine of its
@@ -181,49 +174,6 @@ func (c *client) closeHot() {
 		c.hot.Close()
 	}
 }
-
-// newFront returns a go-redis client that never dials, with route as its
-// hook: it gives the whole command set, and route carries every command out.
-func newFront(route redis.Hook) *redis.Client {
-	front := redis.NewClient(&redis.Options{
-		Addr:            "redshard:0", // never dialed
-		Protocol:        2,
-		DisableIdentity: true,
-		MaxRetries:      -1,
-		PoolSize:        1,
-		// The front never connects; auto mode would resolve its Addr.
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-		Dialer:                   dialFront,
-	})
-	front.AddHook(route)
-	return front
-}
-
-// dialFront is the front client's dialer. Every command of the front goes
-// through the route hook, which never uses a connection, so what asks for
-// one is code working on the pool itself or bypassing the hooks (Monitor,
-// go-redis's own pool tests): it gets a connection on which every read and
-// write fails with errFrontDial, and the error comes with the first command
-// sent on it, not from the pool.
-func dialFront(context.Context, string, string) (net.Conn, error) { return frontConn{}, nil }
-
-// frontConn is the front client's connection: it carries nothing.
-type frontConn struct{}
-
-func (frontConn) Read([]byte) (int, error)         { return 0, errFrontDial }
-func (frontConn) Write([]byte) (int, error)        { return 0, errFrontDial }
-func (frontConn) Close() error                     { return nil }
-func (frontConn) LocalAddr() net.Addr              { return localAddr("redshard-front") }
-func (frontConn) RemoteAddr() net.Addr             { return localAddr("redshard-front") }
-func (frontConn) SetDeadline(time.Time) error      { return nil }
-func (frontConn) SetReadDeadline(time.Time) error  { return nil }
-func (frontConn) SetWriteDeadline(time.Time) error { return nil }
-
-// localAddr is the address of a connection redshard makes in memory.
-type localAddr string
-
-func (localAddr) Network() string  { return "redshard" }
-func (a localAddr) String() string { return string(a) }
 
 // buildShards creates the backends of r, reusing those of old (current
 // shards and orphans) for the same server with the same options, whatever
