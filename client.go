@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/redshard/redshard/internal/command"
 	"github.com/redshard/redshard/internal/flight"
 	"github.com/redshard/redshard/internal/health"
 	"github.com/redshard/redshard/internal/hot"
@@ -119,7 +120,10 @@ func NewClient(opt *Options) (*Client, error) {
 	}
 	c.loans = loan.New(func() { _ = c.close() })
 	if cfg.hot != nil {
-		if c.hot, err = newHotPath(c, cfg.hot); err != nil {
+		route := func(ctx context.Context, top *topology, cmd redis.Cmder, info command.Info, keys []int) error {
+			return c.routeOther(ctx, top, cmd, info, keys, nil, false)
+		}
+		if c.hot, err = newHotPath(cfg.hot, c.flights, c.top.Load, route); err != nil {
 			return nil, err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
 	"github.com/redshard/redshard/internal/health"
 	"github.com/redshard/redshard/internal/hot"
 	"github.com/redshard/redshard/internal/netconn"
@@ -346,23 +347,6 @@ func (b *backend) heartbeatClient() *redis.Client {
 		b.heartbeat = b.c.dial(b.shard, connHeartbeat, nil)
 	}
 	return b.heartbeat
-}
-
-// hotState returns the backend's hot-key state, creating it on first use.
-// It must only be called while the hot-key layer is on (c.hot != nil).
-func (b *backend) hotState() *hot.Shard {
-	if hs := b.hot.Load(); hs != nil {
-		return hs
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if hs := b.hot.Load(); hs != nil {
-		return hs
-	}
-	// A closed backend's state never opens a connection.
-	hs := b.c.hot.NewShard((*hotBackend)(b), b.closed)
-	b.hot.Store(hs)
-	return hs
 }
 
 // close closes every client of the backend and stops its tracking
