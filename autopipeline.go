@@ -21,25 +21,6 @@ import (
 //     hot-key layer and the membership protocol, and only the last step,
 //     the shard client, batches it with other goroutines' commands.
 
-// shardAutoPipeliner builds the blocking AutoPipeliner of a backend's command
-// client when Options.AutoPipeline is on, else returns nil. The options were
-// validated by NewClient; should go-redis still refuse them, the shard sends
-// its commands unbatched.
-func (c *client) shardAutoPipeliner(cl *redis.Client) *redis.AutoPipeliner {
-	if !c.cfg.opt.AutoPipeline {
-		return nil
-	}
-	o := c.cfg.opt.AutoPipelineOptions
-	if o == nil {
-		o = redis.DefaultBlockingAutoPipelineOptions()
-	}
-	ap, err := cl.AutoPipelineWithOptions(o)
-	if err != nil {
-		return nil
-	}
-	return ap
-}
-
 // send sends one command to the backend's server: through the shard's
 // AutoPipeliner when Options.AutoPipeline is on and the command may share a
 // batch, else on the command client. blocking is true for commands that may
@@ -61,7 +42,7 @@ func (b *backend) batchable(ctx context.Context) bool {
 	if ctx.Err() != nil {
 		return false // go-redis reports the context's error without sending
 	}
-	if b.c.timeoutsUsed.Load() {
+	if b.env.timeoutsUsed.Load() {
 		if _, ok := ctx.Value(timeoutKey{}).(time.Duration); ok {
 			return false // a WithTimeout timeout is applied by timeoutHook
 		}

@@ -18,7 +18,6 @@ import (
 	"github.com/redshard/redshard/internal/command"
 	"github.com/redshard/redshard/internal/flight"
 	"github.com/redshard/redshard/internal/health"
-	"github.com/redshard/redshard/internal/hot"
 	"github.com/redshard/redshard/internal/loader"
 	"github.com/redshard/redshard/internal/loan"
 	"github.com/redshard/redshard/internal/member"
@@ -69,23 +68,21 @@ type client struct {
 	front   *redis.Client // the Client's front client
 	apFront *redis.Client // the front of Client.AutoPipeline's pipeliners (autopipeline.go)
 
-	cfg    *config // resolved Options; immutable
+	// shardEnv is what the client's shard backends share with it: the
+	// resolved Options, the health monitor, the hot-key layer, the shard
+	// hooks and how connections to a shard are made (shard.go).
+	shardEnv
 	closed atomic.Bool
 
-	top        atomic.Pointer[topology]     // current ring and shard backends
-	shardHooks atomic.Pointer[[]shardHook]  // AddHook/AddShardHook factories, for new shard clients
-	cmdHooks   atomic.Pointer[commandChain] // AddCommandHook chain; nil: none
-
-	timeoutsUsed atomic.Bool // WithTimeout has been called (see timeoutHook)
+	top      atomic.Pointer[topology]     // current ring and shard backends
+	cmdHooks atomic.Pointer[commandChain] // AddCommandHook chain; nil: none
 
 	mu       sync.Mutex               // guards retiring; serialises topology changes and hook additions
 	retiring map[*retirement]struct{} // removed shards' backends, closed after a grace period
 
 	fleet *member.Follower // nil unless Options.Registry
 
-	flights *flight.Runner  // shared calls (hot reads, handoffs, loads) and Pub/Sub goroutines, cancelled and awaited by Close
-	hot     *hot.Path       // nil when Options.HotKeys is nil
-	monitor *health.Monitor // nil when health checks are off
+	flights *flight.Runner // shared calls (hot reads, handoffs, loads) and Pub/Sub goroutines, cancelled and awaited by Close
 	stats   counters
 	load    loader.Group // GetOrLoad state (internal/loader); its zero value is ready
 
@@ -105,18 +102,14 @@ func NewClient(opt *Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &client{cfg: cfg, retiring: map[*retirement]struct{}{}, flights: flight.New()}
+	c := &client{shardEnv: shardEnv{cfg: cfg}, retiring: map[*retirement]struct{}{}, flights: flight.New()}
+	// Every connection that carries data is admitted by the fleet's fence
+	// (Client.admit); fleetOnConnect says nil without a registry.
+	c.admission = c.fleetOnConnect
 	if h := cfg.health; !h.Disable { // before any shard client, whose first dial starts it
 		opt := health.Options{Interval: h.Interval, Timeout: h.Timeout,
 			FailureThreshold: h.FailureThreshold, RecoveryThreshold: h.RecoveryThreshold}
-		c.monitor = health.New(opt, func() []health.Target { // each shard is one (health.go)
-			src := c.top.Load().sources()
-			ts := make([]health.Target, len(src))
-			for i, s := range src {
-				ts[i] = s
-			}
-			return ts
-		})
+		c.monitor = health.New(opt, c.healthTargets) // each shard is one (health.go)
 	}
 	c.loans = loan.New(func() { _ = c.close() })
 	if cfg.hot != nil {

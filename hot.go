@@ -116,7 +116,7 @@ func (b *hotBackend) Dial(subscriber bool, onConnect func(context.Context, *redi
 	if subscriber {
 		kind = connTracking
 	}
-	return b.c.dial(b.shard, kind, onConnect)
+	return b.env.dial(b.shard, kind, onConnect)
 }
 
 // hotState returns the backend's hot-key state, creating it on first use.
@@ -131,7 +131,7 @@ func (b *backend) hotState() *hot.Shard {
 		return hs
 	}
 	// A closed backend's state never opens a connection.
-	hs := b.c.hot.NewShard((*hotBackend)(b), b.closed)
+	hs := b.env.hot.NewShard((*hotBackend)(b), b.closed)
 	b.hot.Store(hs)
 	return hs
 }

@@ -478,3 +478,32 @@ func carryFunctions(ctx context.Context, old, next *topology, joining []*shard) 
 	}
 	return giveFunctions(ctx, sources, to)
 }
+
+// retireLocked closes the backends of shards that left the ring after a grace
+// period for commands that started on an older ring. Caller holds c.mu.
+// The entry is removed when it fires, so nothing accumulates across
+// membership changes.
+func (c *client) retireLocked(gone []*backend) {
+	if len(gone) == 0 {
+		return
+	}
+	r := &retirement{backends: gone}
+	c.retiring[r] = struct{}{}
+	r.timer = time.AfterFunc(retireGrace, func() {
+		c.mu.Lock()
+		_, ok := c.retiring[r]
+		delete(c.retiring, r)
+		c.mu.Unlock()
+		if ok { // else Close took it
+			for _, b := range r.backends {
+				_ = b.close()
+			}
+		}
+	})
+}
+
+// retirement is a group of backends waiting to be closed.
+type retirement struct {
+	backends []*backend
+	timer    *time.Timer
+}

@@ -675,11 +675,6 @@ func classErr(info command.Info, args []interface{}) error {
 		"run it on the right shard with ShardFor or ForEachShard", ErrUnknownCommand, displayName(cmdName(args)))
 }
 
-// isTx reports whether go-redis wrapped cmds in MULTI ... EXEC (TxPipeline).
-func isTx(cmds []redis.Cmder) bool {
-	return len(cmds) >= 2 && cmds[0].Name() == "multi" && cmds[len(cmds)-1].Name() == "exec"
-}
-
 func setCmdsErr(cmds []redis.Cmder, err error) {
 	for _, cmd := range cmds {
 		cmd.SetErr(err)
