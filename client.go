@@ -324,14 +324,14 @@ func (c *client) close() error {
 	c.mu.Lock()
 	top := c.top.Load()
 	if top.hold != nil {
-		close(top.hold.released) // held commands wake and find the client closed
+		top.hold.release() // held commands wake and find the client closed
 	}
 	all := top.sources()
-	if top.handoff != nil {
-		all = append(all, top.handoff.from.shards...)
+	if prev := top.previous(); prev != nil {
+		all = append(all, prev.shards...)
 	}
-	if top.hold != nil {
-		all = append(all, top.hold.nextTop.shards...)
+	if next := top.prepared(); next != nil {
+		all = append(all, next.shards...)
 	}
 	for r := range c.retiring {
 		r.timer.Stop()

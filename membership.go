@@ -83,6 +83,29 @@ func (h *handoff) leaveMove() {
 // closeMoves stops new moves and waits for the running ones.
 func (h *handoff) closeMoves() { h.movers.Close() }
 
+// excludeMoves waits for the moves running in this process and keeps new
+// ones from starting until the returned function is called (FLUSHDB and
+// FLUSHALL during a change).
+func (h *handoff) excludeMoves() (done func()) {
+	h.flush.Lock()
+	return h.flush.Unlock
+}
+
+// setCommitted marks the change committed (a fleet's Commit phase), or not.
+func (h *handoff) setCommitted(v bool) { h.committed.Store(v) }
+
+// isCommitted reports whether the change is committed: commands start no
+// move.
+func (h *handoff) isCommitted() bool { return h.committed.Load() }
+
+// settledKey names the change's settled set on each new owner.
+func (h *handoff) settledKey() string { return h.settled }
+
+// previousOwner returns key's owner on the change's previous ring.
+func (h *handoff) previousOwner(key string) *shard {
+	return h.from.shards[h.from.ring.LookupIndex(key)]
+}
+
 // changeID names the change from old to next in a way every process that
 // makes the same change computes alike: a hash of both shard lists.
 func changeID(old, next *topology) string {

@@ -265,9 +265,7 @@ func (c *client) flushRefused(top *topology, info command.Info, pipelined bool) 
 // keys would otherwise be handed off after the flush, with this process's
 // moves held off meanwhile.
 func (c *client) flushDuringChange(ctx context.Context, top *topology, cmd redis.Cmder, rt route) error {
-	h := top.handoff
-	h.flush.Lock()
-	defer h.flush.Unlock()
+	defer top.handoff.excludeMoves()()
 	orphans := make([]redis.Cmder, len(top.orphans))
 	for i := range orphans {
 		orphans[i] = cmd.Clone()
