@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"reflect"
 	"runtime"
 	"slices"
@@ -14,12 +13,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/redshard/redshard/internal/command"
 	"github.com/redshard/redshard/internal/flight"
 	"github.com/redshard/redshard/internal/health"
-	"github.com/redshard/redshard/internal/hot"
 	"github.com/redshard/redshard/internal/loader"
 	"github.com/redshard/redshard/internal/loan"
 	"github.com/redshard/redshard/internal/member"
@@ -70,84 +68,27 @@ type client struct {
 	front   *redis.Client // the Client's front client
 	apFront *redis.Client // the front of Client.AutoPipeline's pipeliners (autopipeline.go)
 
-	cfg    *config // resolved Options; immutable
+	// shardEnv is what the client's shard backends share with it: the
+	// resolved Options, the health monitor, the hot-key layer, the shard
+	// hooks and how connections to a shard are made (shard.go).
+	shardEnv
 	closed atomic.Bool
 
-	top        atomic.Pointer[topology]     // current ring and shard backends
-	shardHooks atomic.Pointer[[]shardHook]  // AddHook/AddShardHook factories, for new shard clients
-	cmdHooks   atomic.Pointer[commandChain] // AddCommandHook chain; nil: none
-
-	timeoutsUsed atomic.Bool // WithTimeout has been called (see timeoutHook)
+	top      atomic.Pointer[topology]     // current ring and shard backends
+	cmdHooks atomic.Pointer[commandChain] // AddCommandHook chain; nil: none
 
 	mu       sync.Mutex               // guards retiring; serialises topology changes and hook additions
 	retiring map[*retirement]struct{} // removed shards' backends, closed after a grace period
 
 	fleet *member.Follower // nil unless Options.Registry
 
-	flights *flight.Runner  // shared calls (hot reads, handoffs, loads) and Pub/Sub goroutines, cancelled and awaited by Close
-	hot     *hot.Path       // nil when Options.HotKeys is nil
-	monitor *health.Monitor // nil when health checks are off
+	flights *flight.Runner // shared calls (hot reads, handoffs, loads) and Pub/Sub goroutines, cancelled and awaited by Close
 	stats   counters
 	load    loader.Group // GetOrLoad state (internal/loader); its zero value is ready
 
 	pubsub pubsub.Lazy // Subscribe's front client and multiplexers (internal/pubsub); its zero value is ready
 	loans  *loan.Loans // what the Client handed out and is in use (internal/loan)
 }
-
-// topology is an immutable snapshot of the ring and the shard backends,
-// aligned: shards[i] is the owner of ring index i.
-type topology struct {
-	epoch  uint64
-	ring   *ring.Ring
-	shards []*shard
-
-	// handoff, while not nil, holds the previous topology: keys whose owner
-	// changed are fetched from their previous owner on first use.
-	handoff *handoff
-
-	// orphans are shards removed by SetShards whose keys Rebalance has not
-	// moved yet: not on the ring, still open.
-	orphans []*shard
-
-	// gutterTTL > 0 turns failover on: a down shard's keys are served by a
-	// stand-in, and writes there live at most gutterTTL.
-	gutterTTL time.Duration
-
-	// flight counts the commands running on this epoch's ring; the first
-	// move of the next change waits for it to reach zero.
-	flight *inflight
-
-	// hold, in a fleet's Prepare phase, holds the commands on keys the
-	// next ring moves (fleet.go); fence, while a fleet's process has lost
-	// its registry, refuses those a change may move.
-	hold  *hold
-	fence *member.Fence
-	// admit, in a fleet process, says whether the topology's commands may
-	// open connections (internal/member); nil: they may.
-	admit *member.Admission
-
-	// guarded is set (seal) when commands must send their keys through
-	// handOff: a change to hand off, a hold or a fence.
-	guarded bool
-}
-
-// seal computes t's derived fields before it is published.
-func (t *topology) seal() *topology {
-	t.guarded = t.handoff != nil && !t.handoff.committed.Load() || t.hold != nil || t.fence != nil
-	return t
-}
-
-// shard is one shard of a topology: its configuration (which may differ
-// from its backend's in weight only) and its backend.
-type shard struct {
-	Shard
-	*backend
-}
-
-// errFrontDial is what the front client's connections say if anything
-// ever uses one (Monitor, a WithTimeout client's Subscribe, ...).
-var errFrontDial = fmt.Errorf("%w: this connection is not bound to a shard "+
-	"(use the Client's own Subscribe, PSubscribe and SSubscribe, ShardFor, or ForEachShard)", ErrNotSharded)
 
 // NewClient validates opt (see Options.Validate) and returns a client for
 // its shards. It does not contact the shards, and runs no goroutine of its
@@ -161,22 +102,21 @@ func NewClient(opt *Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &client{cfg: cfg, retiring: map[*retirement]struct{}{}, flights: flight.New()}
+	c := &client{shardEnv: shardEnv{cfg: cfg}, retiring: map[*retirement]struct{}{}, flights: flight.New()}
+	// Every connection that carries data is admitted by the fleet's fence
+	// (Client.admit); fleetOnConnect says nil without a registry.
+	c.admission = c.fleetOnConnect
 	if h := cfg.health; !h.Disable { // before any shard client, whose first dial starts it
 		opt := health.Options{Interval: h.Interval, Timeout: h.Timeout,
 			FailureThreshold: h.FailureThreshold, RecoveryThreshold: h.RecoveryThreshold}
-		c.monitor = health.New(opt, func() []health.Target { // each shard is one (health.go)
-			src := c.top.Load().sources()
-			ts := make([]health.Target, len(src))
-			for i, s := range src {
-				ts[i] = s
-			}
-			return ts
-		})
+		c.monitor = health.New(opt, c.healthTargets) // each shard is one (health.go)
 	}
 	c.loans = loan.New(func() { _ = c.close() })
 	if cfg.hot != nil {
-		if c.hot, err = newHotPath(c, cfg.hot); err != nil {
+		route := func(ctx context.Context, top *topology, cmd redis.Cmder, info command.Info, keys []int) error {
+			return c.routeOther(ctx, top, cmd, info, keys, nil, false)
+		}
+		if c.hot, err = newHotPath(cfg.hot, c.flights, c.top.Load, route); err != nil {
 			return nil, err
 		}
 	}
@@ -232,49 +172,6 @@ func (c *client) closeHot() {
 	}
 }
 
-// newFront returns a go-redis client that never dials, with route as its
-// hook: it gives the whole command set, and route carries every command out.
-func newFront(route redis.Hook) *redis.Client {
-	front := redis.NewClient(&redis.Options{
-		Addr:            "redshard:0", // never dialed
-		Protocol:        2,
-		DisableIdentity: true,
-		MaxRetries:      -1,
-		PoolSize:        1,
-		// The front never connects; auto mode would resolve its Addr.
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-		Dialer:                   dialFront,
-	})
-	front.AddHook(route)
-	return front
-}
-
-// dialFront is the front client's dialer. Every command of the front goes
-// through the route hook, which never uses a connection, so what asks for
-// one is code working on the pool itself or bypassing the hooks (Monitor,
-// go-redis's own pool tests): it gets a connection on which every read and
-// write fails with errFrontDial, and the error comes with the first command
-// sent on it, not from the pool.
-func dialFront(context.Context, string, string) (net.Conn, error) { return frontConn{}, nil }
-
-// frontConn is the front client's connection: it carries nothing.
-type frontConn struct{}
-
-func (frontConn) Read([]byte) (int, error)         { return 0, errFrontDial }
-func (frontConn) Write([]byte) (int, error)        { return 0, errFrontDial }
-func (frontConn) Close() error                     { return nil }
-func (frontConn) LocalAddr() net.Addr              { return localAddr("redshard-front") }
-func (frontConn) RemoteAddr() net.Addr             { return localAddr("redshard-front") }
-func (frontConn) SetDeadline(time.Time) error      { return nil }
-func (frontConn) SetReadDeadline(time.Time) error  { return nil }
-func (frontConn) SetWriteDeadline(time.Time) error { return nil }
-
-// localAddr is the address of a connection redshard makes in memory.
-type localAddr string
-
-func (localAddr) Network() string  { return "redshard" }
-func (a localAddr) String() string { return string(a) }
-
 // buildShards creates the backends of r, reusing those of old (current
 // shards and orphans) for the same server with the same options, whatever
 // the shard's name: one server, one backend. Caller holds c.mu or owns c
@@ -299,39 +196,6 @@ func (c *client) buildShards(r *ring.Ring, shards []Shard, old *topology) []*sha
 		out[i] = &shard{Shard: s, backend: c.newBackend(s)}
 	}
 	return out
-}
-
-// shard returns the named shard of t; a nil t has none.
-func (t *topology) shard(name string) (*shard, bool) {
-	if t == nil {
-		return nil, false
-	}
-	i, ok := t.ring.Index(name)
-	if !ok {
-		return nil, false
-	}
-	return t.shards[i], true
-}
-
-// sources lists the shards that may hold keys: the current ones and the
-// removed ones whose keys have not been moved yet.
-func (t *topology) sources() []*shard {
-	return append(slices.Clone(t.shards), t.orphans...)
-}
-
-// rings returns t and, during a change, the other ring whose owners
-// processes not switched yet still use: the previous ring during a
-// handoff, the next one in a fleet's Prepare (processes in Migrate
-// publish there).
-func (t *topology) rings() []*topology {
-	rings := []*topology{t}
-	if t.handoff != nil {
-		rings = append(rings, t.handoff.from)
-	}
-	if t.hold != nil {
-		rings = append(rings, t.hold.nextTop)
-	}
-	return rings
 }
 
 // sameEndpoint reports whether a shard client built for a can serve b: the
@@ -431,19 +295,6 @@ func (c *client) enter() (*topology, int, error) {
 	return nil, 0, redis.ErrClosed
 }
 
-// exit ends a command counted by enter on slot.
-func (t *topology) exit(slot int) { t.flight.n.Exit(slot) }
-
-// block moves a command counted by enter on slot to the blocking count;
-// the caller then calls unblock instead of exit.
-func (t *topology) block(slot int) {
-	t.flight.blocking.Add(1)
-	t.flight.n.Exit(slot)
-}
-
-// unblock ends a command moved to the blocking count.
-func (t *topology) unblock() { t.flight.blocking.Add(-1) }
-
 // Close cancels the shared calls redshard runs for its callers (hot-key
 // reads, handoffs, GetOrLoad loads) and waits for them, stops the health
 // monitor and the registry follower, and closes every client redshard
@@ -473,14 +324,14 @@ func (c *client) close() error {
 	c.mu.Lock()
 	top := c.top.Load()
 	if top.hold != nil {
-		close(top.hold.released) // held commands wake and find the client closed
+		top.hold.release() // held commands wake and find the client closed
 	}
 	all := top.sources()
-	if top.handoff != nil {
-		all = append(all, top.handoff.from.shards...)
+	if prev := top.previous(); prev != nil {
+		all = append(all, prev.shards...)
 	}
-	if top.hold != nil {
-		all = append(all, top.hold.nextTop.shards...)
+	if next := top.prepared(); next != nil {
+		all = append(all, next.shards...)
 	}
 	for r := range c.retiring {
 		r.timer.Stop()

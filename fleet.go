@@ -14,7 +14,6 @@ import (
 	"github.com/redshard/redshard/internal/member"
 	"github.com/redshard/redshard/internal/parallel"
 	"github.com/redshard/redshard/registry"
-	"github.com/redshard/redshard/ring"
 )
 
 // A fleet (docs/membership.md, "A fleet"): every process follows the
@@ -55,16 +54,8 @@ import (
 // caller from inside a transaction (Watch), where it cannot.
 var errReroute = fmt.Errorf("%w: the fleet's change moved on while the command waited; run it again", ErrHandoffInProgress)
 
-// hold is a Prepare topology's view of the next ring: commands on keys that
-// move wait for released.
-type hold struct {
-	epoch    uint64     // the registry epoch of the change
-	next     *ring.Ring // the ring being prepared
-	nextIDs  []string   // server identity of next's index i
-	nextTop  *topology  // next's shards (never published: the pub/sub multiplexer listens there too)
-	released chan struct{}
-	timeout  time.Duration
-}
+// release wakes the commands held on h: the process has left Prepare.
+func (h *hold) release() { close(h.released) }
 
 // moving reports whether key's server differs between top (routing by the
 // previous ring) and the ring being prepared.
@@ -192,7 +183,7 @@ func (c *client) buildFleet(old *topology, prev, cfg registry.Config, holdTimeou
 			// once it is, Stable may come and the settled sets that
 			// refuse a late settle be deleted.
 			cp := *old
-			cp.handoff.committed.Store(true)
+			cp.handoff.setCommitted(true)
 			return &cp, cp.handoff.closeMoves, nil
 		}
 		from := old
@@ -212,7 +203,7 @@ func (c *client) buildFleet(old *topology, prev, cfg registry.Config, holdTimeou
 			}
 		}
 		next.handoff = &handoff{from: from, settled: settledPrefix + cfg.Change, drainTurn: make(chan struct{}, 1)}
-		next.handoff.committed.Store(cfg.Phase == registry.Commit)
+		next.handoff.setCommitted(cfg.Phase == registry.Commit)
 	default:
 		return nil, nil, fmt.Errorf("unknown phase %q", cfg.Phase)
 	}
@@ -220,7 +211,7 @@ func (c *client) buildFleet(old *topology, prev, cfg registry.Config, holdTimeou
 	// was in and next is not has its settled sets deleted.
 	gone := unusedBackends(old, next)
 	var done *handoff
-	if old.handoff != nil && (next.handoff == nil || next.handoff.settled != old.handoff.settled) {
+	if old.handoff != nil && (next.handoff == nil || next.handoff.settledKey() != old.handoff.settledKey()) {
 		done = old.handoff
 	}
 	after := func() {
@@ -248,11 +239,11 @@ func reachable(t *topology) []*backend {
 		}
 	}
 	add(t.sources())
-	if t.handoff != nil {
-		add(t.handoff.from.shards)
+	if prev := t.previous(); prev != nil {
+		add(prev.shards)
 	}
-	if t.hold != nil {
-		add(t.hold.nextTop.shards)
+	if next := t.prepared(); next != nil {
+		add(next.shards)
 	}
 	return out
 }
@@ -277,8 +268,8 @@ func (c *client) dropSettled(ctx context.Context, h *handoff, shards []*shard) {
 	defer cancel()
 	parallel.Run(len(shards), func(i int) {
 		_, _ = shards[i].client.Pipelined(dctx, func(p redis.Pipeliner) error {
-			p.Del(dctx, h.settled)
-			p.SRem(dctx, internalIndex, h.settled)
+			p.Del(dctx, h.settledKey())
+			p.SRem(dctx, internalIndex, h.settledKey())
 			return nil
 		})
 	})
@@ -291,8 +282,8 @@ func fenceCheck(ctx context.Context, fc *member.Fence, top *topology, key string
 	if h := top.hold; h != nil && h.moving(top, key) {
 		return fc.Refuse(key, "it moves in the change to epoch %d", h.epoch)
 	}
-	if h := top.handoff; h != nil && !h.committed.Load() {
-		from := h.from.shards[h.from.ring.LookupIndex(key)]
+	if h := top.handoff; h != nil && !h.isCommitted() {
+		from := h.previousOwner(key)
 		if from.id != top.shards[top.ring.LookupIndex(key)].id && !h.isDone(key) {
 			return fc.Refuse(key, "it moves in the change being migrated (%s)", fc.Known())
 		}
@@ -340,7 +331,7 @@ func (h fleetHost) Apply(ctx context.Context, prev, cfg registry.Config) (bool, 
 	}
 	c.top.Store(next.seal())
 	if old.hold != nil {
-		close(old.hold.released)
+		old.hold.release()
 	}
 	c.mu.Unlock()
 	after()

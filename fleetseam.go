@@ -21,7 +21,7 @@ func init() {
 // seamOptions is the fleetseam.Root of o: its connection settings, with
 // no fleet admission.
 func seamOptions(o *Options) seamRoot {
-	c := &client{cfg: &config{opt: *o}}
+	c := &client{shardEnv: shardEnv{cfg: &config{opt: *o}}}
 	c.cfg.opt.Registry = nil
 	return seamRoot{c}
 }

@@ -10,8 +10,28 @@ import (
 )
 
 // The heartbeat (internal/health) sees each shard of the current topology
-// as a health.Target (NewClient's wiring): these methods, called from the
-// monitor's goroutine. Nothing in the core calls them by name.
+// as a health.Target (NewClient's wiring), a healthTarget: these methods,
+// called from the monitor's goroutine. Nothing in the core calls them by
+// name.
+
+// healthTarget is one shard of c's current topology as the monitor sees
+// it: the shard's backend, and the client that counts and reports its
+// changes of state.
+type healthTarget struct {
+	*shard
+	c *client
+}
+
+// healthTargets returns the monitor's targets: each shard that may hold
+// keys (topology.sources).
+func (c *client) healthTargets() []health.Target {
+	src := c.top.Load().sources()
+	ts := make([]health.Target, len(src))
+	for i, s := range src {
+		ts[i] = healthTarget{shard: s, c: c}
+	}
+	return ts
+}
 
 // Beat returns the heartbeat counters of s's backend.
 func (s *shard) Beat() *health.Beat { return &s.beat }
@@ -30,17 +50,17 @@ func (s *shard) Down() bool { return s.down.Load() }
 
 // MarkDown marks the backend down (named as in the current ring), counts
 // it and tells Options.Health.OnShardStateChange.
-func (s *shard) MarkDown(err error) {
+func (s healthTarget) MarkDown(err error) {
 	s.markDown(s.Shard, err)
-	s.c.notify(s, true, err)
+	s.c.notify(s.shard, true, err)
 }
 
 // MarkUp marks the backend up (markUp) and tells OnShardStateChange.
-func (s *shard) MarkUp() error {
+func (s healthTarget) MarkUp() error {
 	if err := s.c.markUp(s.c.top.Load(), s.backend); err != nil {
 		return err
 	}
-	s.c.notify(s, false, nil)
+	s.c.notify(s.shard, false, nil)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redshard/redshard/internal/command"
+	"github.com/redshard/redshard/internal/flight"
 	"github.com/redshard/redshard/internal/hot"
 )
 
@@ -32,13 +33,19 @@ var (
 	_ = map[bool]int{false: 0, SplitCopyPrefix == hot.SplitCopyPrefix: 1}
 )
 
+// hotRouter routes a command of the hot-key layer on top, as the
+// dispatcher routes a command that is not a plain keyed one (routeOther).
+type hotRouter func(ctx context.Context, top *topology, cmd redis.Cmder, info command.Info, keys []int) error
+
 // newHotPath builds the hot-key layer from resolved options: the root's
 // side of its seam (hot.Env, and the hotTopology and hotBackend views).
-func newHotPath(c *client, opt *HotKeyOptions) (*hot.Path, error) {
+// current returns the client's current topology; route is the
+// dispatcher's.
+func newHotPath(opt *HotKeyOptions, flights *flight.Runner, current func() *topology, route hotRouter) (*hot.Path, error) {
 	env := hot.Env{
-		Flights: c.flights,
+		Flights: flights,
 		EachShard: func(fn func(*hot.Shard)) {
-			for _, s := range c.top.Load().sources() {
+			for _, s := range current().sources() {
 				if x := s.hot.Load(); x != nil {
 					fn(x)
 				}
@@ -53,7 +60,7 @@ func newHotPath(c *client, opt *HotKeyOptions) (*hot.Path, error) {
 			top := (*topology)(t.(*hotTopology))
 			info, keys, err := command.Lookup(rest.Args(), nil)
 			if err == nil {
-				err = c.routeOther(ctx, top, rest, info, keys, nil, false)
+				err = route(ctx, top, rest, info, keys)
 			}
 			return err
 		},
@@ -109,5 +116,22 @@ func (b *hotBackend) Dial(subscriber bool, onConnect func(context.Context, *redi
 	if subscriber {
 		kind = connTracking
 	}
-	return b.c.dial(b.shard, kind, onConnect)
+	return b.env.dial(b.shard, kind, onConnect)
+}
+
+// hotState returns the backend's hot-key state, creating it on first use.
+// It must only be called while the hot-key layer is on (c.hot != nil).
+func (b *backend) hotState() *hot.Shard {
+	if hs := b.hot.Load(); hs != nil {
+		return hs
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if hs := b.hot.Load(); hs != nil {
+		return hs
+	}
+	// A closed backend's state never opens a connection.
+	hs := b.env.hot.NewShard((*hotBackend)(b), b.closed)
+	b.hot.Store(hs)
+	return hs
 }

@@ -63,17 +63,14 @@ type visit struct {
 // already in Migrate moves keys to the next one (hold.nextTop), so the
 // walk reads both there too (docs/membership.md, property 6).
 func (t *topology) walkRings() (from, to *topology) {
-	switch {
-	case t.handoff != nil:
-		return t.handoff.from, t
-	case t.hold != nil:
-		return t, t.hold.nextTop
+	if prev := t.previous(); prev != nil {
+		return prev, t
+	}
+	if next := t.prepared(); next != nil {
+		return t, next
 	}
 	return nil, t
 }
-
-// changing reports whether a keyspace walk of t reads two rings.
-func (t *topology) changing() bool { return t.handoff != nil || t.hold != nil }
 
 // walkLen is the number of servers a keyspace walk of t visits.
 func (t *topology) walkLen() int {
@@ -243,12 +240,12 @@ func (t *topology) dbsizeDuringChange(ctx context.Context) (int64, error) {
 // Prepare the next ring's servers (a process in Migrate moves keys there).
 func (t *topology) randomKeySources() []*shard {
 	src := t.shards
-	switch {
-	case t.handoff != nil:
+	switch next := t.prepared(); {
+	case t.previous() != nil:
 		src = t.sources()
-	case t.hold != nil:
+	case next != nil:
 		src = slices.Clone(t.sources())
-		for _, s := range t.hold.nextTop.shards {
+		for _, s := range next.shards {
 			if !hasBackend(src, s.backend) {
 				src = append(src, s)
 			}

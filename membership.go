@@ -7,18 +7,13 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/redshard/redshard/internal/command"
-	"github.com/redshard/redshard/internal/drain"
-	"github.com/redshard/redshard/internal/flight"
 	"github.com/redshard/redshard/internal/functions"
 	"github.com/redshard/redshard/internal/keymove"
 	"github.com/redshard/redshard/ring"
@@ -46,59 +41,6 @@ const (
 	// handoffParallelism bounds the migrations one pipeline runs at once.
 	handoffParallelism = 16
 )
-
-// inflight counts the commands routed on one epoch's topology that are
-// still running: n the others, striped per P so that the commands of
-// different cores do not all write one cache line (package drain says why
-// its sum still sees every command in flight); blocking the blocking ones
-// (BLPOP, XREAD BLOCK, ...), which may wait for ever. Read n before
-// blocking (idle): a command moves to blocking (topology.block) before it
-// leaves n. Copies of a topology with the same epoch share it.
-type inflight struct {
-	n        drain.Counter
-	blocking atomic.Int64
-	// prev, while set, is the count of the regime this one replaced in
-	// a fleet process (internal/member): idle waits for it too.
-	prev atomic.Pointer[inflight]
-}
-
-// handoff is the state of one membership change, from the moment SetShards
-// publishes the new ring until Rebalance has drained it: the previous
-// topology, the change's id and settled set, and which keys this process
-// has already seen settled.
-type handoff struct {
-	from    *topology
-	settled string // name of the change's settled set on each new owner: settledPrefix + changeID
-
-	group singleflight.Group // keyed by key, run by Client.flights
-
-	drainTurn chan struct{} // a token: one waiter at a time for the previous ring's commands
-	drained   atomic.Bool
-
-	// committed is set in a fleet's Commit phase: every key has moved, so
-	// commands start no move (the settled sets stay, refusing late moves
-	// of processes still in Migrate).
-	committed atomic.Bool
-
-	// movers counts the moves running in this process; Rebalance waits for
-	// them before it deletes the settled sets. flush (FLUSHDB, FLUSHALL)
-	// excludes them.
-	movers flight.Tracker
-	flush  sync.RWMutex
-
-	// done holds the keys settled in this process (moved, found absent on
-	// the previous owner, or settled without it), striped so that the
-	// commands of a change do not all meet on one lock.
-	done [doneStripes]doneStripe
-}
-
-const doneStripes = 64
-
-type doneStripe struct {
-	mu   sync.Mutex
-	keys map[string]struct{} // guarded by mu
-	_    [40]byte            // keep stripes on separate cache lines
-}
 
 func (h *handoff) stripe(key string) *doneStripe {
 	return &h.done[xxhash.Sum64String(key)%doneStripes]
@@ -140,6 +82,29 @@ func (h *handoff) leaveMove() {
 
 // closeMoves stops new moves and waits for the running ones.
 func (h *handoff) closeMoves() { h.movers.Close() }
+
+// excludeMoves waits for the moves running in this process and keeps new
+// ones from starting until the returned function is called (FLUSHDB and
+// FLUSHALL during a change).
+func (h *handoff) excludeMoves() (done func()) {
+	h.flush.Lock()
+	return h.flush.Unlock
+}
+
+// setCommitted marks the change committed (a fleet's Commit phase), or not.
+func (h *handoff) setCommitted(v bool) { h.committed.Store(v) }
+
+// isCommitted reports whether the change is committed: commands start no
+// move.
+func (h *handoff) isCommitted() bool { return h.committed.Load() }
+
+// settledKey names the change's settled set on each new owner.
+func (h *handoff) settledKey() string { return h.settled }
+
+// previousOwner returns key's owner on the change's previous ring.
+func (h *handoff) previousOwner(key string) *shard {
+	return h.from.shards[h.from.ring.LookupIndex(key)]
+}
 
 // changeID names the change from old to next in a way every process that
 // makes the same change computes alike: a hash of both shard lists.
@@ -535,4 +500,33 @@ func carryFunctions(ctx context.Context, old, next *topology, joining []*shard) 
 		to[i] = libServer(s.Shard, s.client)
 	}
 	return giveFunctions(ctx, sources, to)
+}
+
+// retireLocked closes the backends of shards that left the ring after a grace
+// period for commands that started on an older ring. Caller holds c.mu.
+// The entry is removed when it fires, so nothing accumulates across
+// membership changes.
+func (c *client) retireLocked(gone []*backend) {
+	if len(gone) == 0 {
+		return
+	}
+	r := &retirement{backends: gone}
+	c.retiring[r] = struct{}{}
+	r.timer = time.AfterFunc(retireGrace, func() {
+		c.mu.Lock()
+		_, ok := c.retiring[r]
+		delete(c.retiring, r)
+		c.mu.Unlock()
+		if ok { // else Close took it
+			for _, b := range r.backends {
+				_ = b.close()
+			}
+		}
+	})
+}
+
+// retirement is a group of backends waiting to be closed.
+type retirement struct {
+	backends []*backend
+	timer    *time.Timer
 }

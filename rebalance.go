@@ -56,7 +56,7 @@ func (c *client) Rebalance(ctx context.Context, opt RebalanceOptions) (Rebalance
 		if err := c.awaitDrain(ctx, h); err != nil {
 			return RebalanceReport{}, err
 		}
-		settled = h.settled
+		settled = h.settledKey()
 	} else if opt.MoveStrays {
 		settled = settledPrefix + "strays:" + rand.Text()
 		defer func() {
@@ -133,7 +133,7 @@ func (c *client) rebalanceSeam(top *topology, sources []*shard, settled string) 
 			if isInternalKey(k) || owner(k).id == id {
 				return rebalance.InPlace
 			}
-			if h != nil && h.from.shards[h.from.ring.LookupIndex(k)].id == id {
+			if h != nil && h.previousOwner(k).id == id {
 				return rebalance.Displaced
 			}
 			return rebalance.Stray

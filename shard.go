@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
 	"github.com/redshard/redshard/internal/health"
 	"github.com/redshard/redshard/internal/hot"
 	"github.com/redshard/redshard/internal/netconn"
@@ -23,7 +24,7 @@ import (
 // shared by every topology in which the shard appears with the same
 // endpoint, and close releases all of it. It is safe for concurrent use.
 type backend struct {
-	c      *client
+	env    *shardEnv
 	shard  Shard         // the configuration the clients were built for
 	id     string        // the server's identity (Shard.identity)
 	client *redis.Client // commands
@@ -69,6 +70,25 @@ type backend struct {
 	closeErr error // set by close, under mu
 }
 
+// shardEnv is what the backends of one client share with it, set before
+// the first backend is built: the resolved options, the health monitor,
+// the hot-key layer, the shard hooks added so far and the fleet's admission
+// of connections. It is the client's (embedded in client), and nothing
+// in it refers back to the client's routing or membership: what a
+// backend needs from above comes in through admission.
+type shardEnv struct {
+	cfg     *config         // resolved Options; immutable
+	monitor *health.Monitor // nil when health checks are off
+	hot     *hot.Path       // nil when Options.HotKeys is nil
+
+	shardHooks   atomic.Pointer[[]shardHook] // AddHook/AddShardHook factories, for new shard clients
+	timeoutsUsed atomic.Bool                 // WithTimeout has been called (see timeoutHook)
+
+	// admission, if set, returns the OnConnect that admits the data
+	// connections to s (a fleet's fence), or nil when they need none.
+	admission func(s Shard) func(context.Context, *redis.Conn) error
+}
+
 // connKind says what a connection to a shard is for; each kind has its own
 // settings on top of the shard's options.
 type connKind int
@@ -82,23 +102,23 @@ const (
 )
 
 // newBackend opens (lazily, as go-redis does) the command client of s.
-// Caller holds c.mu or owns c exclusively.
-func (c *client) newBackend(s Shard) *backend {
-	b := &backend{c: c, shard: s, id: s.identity()}
-	b.client = c.dial(s, connCommand, nil, timeoutHook{b}, c.monitor.Hook())
+// Caller holds the client's mu or owns the client exclusively.
+func (e *shardEnv) newBackend(s Shard) *backend {
+	b := &backend{env: e, shard: s, id: s.identity()}
+	b.client = e.dial(s, connCommand, nil, timeoutHook{b}, e.monitor.Hook())
 	// Below the hooks added so far (shard hooks added later sit below it):
 	// the hooks above it see a command cut off by markDown fail with the
 	// shard's ErrShardDown.
 	b.client.AddHook(failFast{b})
 	b.ctxTimeout = b.client.Options().ContextTimeoutEnabled
-	if !c.cfg.health.Disable && b.client.Options().MaxRetries > 0 {
-		b.peekClock = c.monitor.Ticks()
+	if !e.cfg.health.Disable && b.client.Options().MaxRetries > 0 {
+		b.peekClock = e.monitor.Ticks()
 	}
-	if o := c.cfg.opt.AutoPipelineOptions; c.cfg.opt.AutoPipeline && o != nil && o.FullDuplex && s.Failover == nil {
-		b.stream = c.dialWith(s, connStream, nil, b.streamDialer)
-		b.ap = c.shardAutoPipeliner(b.stream)
+	if o := e.cfg.opt.AutoPipelineOptions; e.cfg.opt.AutoPipeline && o != nil && o.FullDuplex && s.Failover == nil {
+		b.stream = e.dialWith(s, connStream, nil, b.streamDialer)
+		b.ap = e.shardAutoPipeliner(b.stream)
 	} else {
-		b.ap = c.shardAutoPipeliner(b.client)
+		b.ap = e.shardAutoPipeliner(b.client)
 	}
 	return b
 }
@@ -108,7 +128,7 @@ func (c *client) newBackend(s Shard) *backend {
 // and track the connection for markDown.
 func (b *backend) streamDialer(next dialer) dialer {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		b.c.monitor.Start()
+		b.env.monitor.Start()
 		conn, err := next(ctx, network, addr)
 		if err != nil {
 			return nil, err
@@ -202,15 +222,15 @@ func (f failFast) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 // every command-sending one gets the shard hooks. onConnect, if set, runs
 // after the options' own OnConnect on each new connection; first, if any,
 // are the client's outermost hooks.
-func (c *client) dial(s Shard, kind connKind, onConnect func(context.Context, *redis.Conn) error, first ...redis.Hook) *redis.Client {
-	return c.dialWith(s, kind, onConnect, nil, first...)
+func (e *shardEnv) dial(s Shard, kind connKind, onConnect func(context.Context, *redis.Conn) error, first ...redis.Hook) *redis.Client {
+	return e.dialWith(s, kind, onConnect, nil, first...)
 }
 
 // dialWith is dial whose client dials through wrap(the dialer it would
 // use) when wrap is not nil; only for a shard without Failover.
-func (c *client) dialWith(s Shard, kind connKind, onConnect func(context.Context, *redis.Conn) error,
+func (e *shardEnv) dialWith(s Shard, kind connKind, onConnect func(context.Context, *redis.Conn) error,
 	wrap func(dialer) dialer, first ...redis.Hook) *redis.Client {
-	o := &c.cfg.opt
+	o := &e.cfg.opt
 	opt := o.shardOptions(s)
 	var fo *redis.FailoverOptions
 	if s.Failover != nil {
@@ -219,8 +239,8 @@ func (c *client) dialWith(s Shard, kind connKind, onConnect func(context.Context
 	}
 	if kind == connCommand || kind == connReader || kind == connStream {
 		// Every connection that carries data is admitted by the fleet's
-		// fence (Client.admit), after the caller's own step.
-		if gate := c.fleetOnConnect(s); gate != nil {
+		// fence (admission), after the caller's own step.
+		if gate := e.gate(s); gate != nil {
 			if own := onConnect; own != nil {
 				onConnect = func(ctx context.Context, cn *redis.Conn) error {
 					if err := own(ctx, cn); err != nil {
@@ -233,7 +253,7 @@ func (c *client) dialWith(s Shard, kind connKind, onConnect func(context.Context
 			}
 		}
 	}
-	hb := c.cfg.health.Timeout
+	hb := e.cfg.health.Timeout
 	apply := func(protocol *int, poolSize, minIdle, maxIdle, maxActive, maxRetries *int,
 		dial, read, write, pool *time.Duration, ctxTimeout *bool,
 		maint **maintnotifications.Config, on *func(context.Context, *redis.Conn) error) {
@@ -301,11 +321,19 @@ func (c *client) dialWith(s Shard, kind connKind, onConnect func(context.Context
 		cl.AddHook(h)
 	}
 	if kind == connCommand || kind == connReader || kind == connStream {
-		for _, newHook := range c.shardHookList() {
+		for _, newHook := range e.shardHookList() {
 			cl.AddHook(newHook(s))
 		}
 	}
 	return cl
+}
+
+// gate returns the admission of s's data connections, or nil.
+func (e *shardEnv) gate(s Shard) func(context.Context, *redis.Conn) error {
+	if e.admission == nil {
+		return nil
+	}
+	return e.admission(s)
 }
 
 // shardHook builds the hook of one shard client.
@@ -313,8 +341,8 @@ type shardHook func(Shard) redis.Hook
 
 // shardHookList returns the shard hook factories added so far, without
 // taking c.mu.
-func (c *client) shardHookList() []shardHook {
-	if p := c.shardHooks.Load(); p != nil {
+func (e *shardEnv) shardHookList() []shardHook {
+	if p := e.shardHooks.Load(); p != nil {
 		return *p
 	}
 	return nil
@@ -343,26 +371,9 @@ func (b *backend) heartbeatClient() *redis.Client {
 		return nil
 	}
 	if b.heartbeat == nil {
-		b.heartbeat = b.c.dial(b.shard, connHeartbeat, nil)
+		b.heartbeat = b.env.dial(b.shard, connHeartbeat, nil)
 	}
 	return b.heartbeat
-}
-
-// hotState returns the backend's hot-key state, creating it on first use.
-// It must only be called while the hot-key layer is on (c.hot != nil).
-func (b *backend) hotState() *hot.Shard {
-	if hs := b.hot.Load(); hs != nil {
-		return hs
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if hs := b.hot.Load(); hs != nil {
-		return hs
-	}
-	// A closed backend's state never opens a connection.
-	hs := b.c.hot.NewShard((*hotBackend)(b), b.closed)
-	b.hot.Store(hs)
-	return hs
 }
 
 // close closes every client of the backend and stops its tracking
@@ -399,35 +410,6 @@ func closeClient(cl *redis.Client) error {
 		return err
 	}
 	return nil
-}
-
-// retire closes the backends of shards that left the ring after a grace
-// period for commands that started on an older ring. Caller holds c.mu.
-// The entry is removed when it fires, so nothing accumulates across
-// membership changes.
-func (c *client) retireLocked(gone []*backend) {
-	if len(gone) == 0 {
-		return
-	}
-	r := &retirement{backends: gone}
-	c.retiring[r] = struct{}{}
-	r.timer = time.AfterFunc(retireGrace, func() {
-		c.mu.Lock()
-		_, ok := c.retiring[r]
-		delete(c.retiring, r)
-		c.mu.Unlock()
-		if ok { // else Close took it
-			for _, b := range r.backends {
-				_ = b.close()
-			}
-		}
-	})
-}
-
-// retirement is a group of backends waiting to be closed.
-type retirement struct {
-	backends []*backend
-	timer    *time.Timer
 }
 
 // shardDownError is ErrShardDown for one shard, built once per outage.
@@ -468,7 +450,7 @@ func (h timeoutHook) DialHook(next redis.DialHook) redis.DialHook { return next 
 
 func (h timeoutHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if !h.b.c.timeoutsUsed.Load() {
+		if !h.b.env.timeoutsUsed.Load() {
 			return next(ctx, cmd)
 		}
 		if d, ok := ctx.Value(timeoutKey{}).(time.Duration); ok {
@@ -480,7 +462,7 @@ func (h timeoutHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (h timeoutHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if !h.b.c.timeoutsUsed.Load() {
+		if !h.b.env.timeoutsUsed.Load() {
 			return next(ctx, cmds)
 		}
 		d, ok := ctx.Value(timeoutKey{}).(time.Duration)
@@ -520,10 +502,34 @@ func (b *backend) withTimeout(d time.Duration) *redis.Client {
 		b.timeouts = map[time.Duration]*redis.Client{}
 	}
 	cl := b.client.WithTimeout(d)
-	for _, newHook := range b.c.shardHookList() {
+	for _, newHook := range b.env.shardHookList() {
 		cl.AddHook(newHook(b.shard))
 	}
 	cl.AddHook(failFast{b})
 	b.timeouts[d] = cl
 	return cl
+}
+
+// shardAutoPipeliner builds the blocking AutoPipeliner of a backend's command
+// client when Options.AutoPipeline is on, else returns nil. The options were
+// validated by NewClient; should go-redis still refuse them, the shard sends
+// its commands unbatched.
+func (e *shardEnv) shardAutoPipeliner(cl *redis.Client) *redis.AutoPipeliner {
+	if !e.cfg.opt.AutoPipeline {
+		return nil
+	}
+	o := e.cfg.opt.AutoPipelineOptions
+	if o == nil {
+		o = redis.DefaultBlockingAutoPipelineOptions()
+	}
+	ap, err := cl.AutoPipelineWithOptions(o)
+	if err != nil {
+		return nil
+	}
+	return ap
+}
+
+// isTx reports whether go-redis wrapped cmds in MULTI ... EXEC (TxPipeline).
+func isTx(cmds []redis.Cmder) bool {
+	return len(cmds) >= 2 && cmds[0].Name() == "multi" && cmds[len(cmds)-1].Name() == "exec"
 }
