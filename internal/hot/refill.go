@@ -261,10 +261,11 @@ func (h *Path) refillWrite(ctx context.Context, s Backend, name, key string, cmd
 		}
 	}
 	hs.putConn(tc, bad)
-	if err := cmd.Err(); err != nil && lostConn(err) && ctx.Err() == nil && s.Client().Options().MaxRetries >= 0 {
+	if err := cmd.Err(); err != nil && lostConn(err) && ctx.Err() == nil && s.Client().Options().MaxRetries > 0 {
 		// The connection failed under the write: send it again on the
 		// shard's client, as go-redis does with a command whose
-		// connection failed (the refill is given up).
+		// connection failed (the refill is given up), unless the client
+		// does not retry (MaxRetries -1, which go-redis stores as 0).
 		_ = s.Send(ctx, cmd, false)
 	}
 	if refillHook != nil {
