@@ -202,7 +202,7 @@ func (c *client) buildFleet(old *topology, prev, cfg registry.Config, holdTimeou
 				next.orphans = append(next.orphans, s)
 			}
 		}
-		next.handoff = &handoff{from: from, settled: settledPrefix + cfg.Change, drainTurn: make(chan struct{}, 1)}
+		next.handoff = newHandoff(from, cfg.Change)
 		next.handoff.setCommitted(cfg.Phase == registry.Commit)
 	default:
 		return nil, nil, fmt.Errorf("unknown phase %q", cfg.Phase)

@@ -215,9 +215,15 @@ func (c *client) setShards(ctx context.Context, shards []Shard) error {
 			top.orphans = append(top.orphans, s)
 		}
 	}
-	top.handoff = &handoff{from: old, settled: settledPrefix + changeID(old, top), drainTurn: make(chan struct{}, 1)}
+	top.handoff = newHandoff(old, changeID(old, top))
 	c.top.Store(top.seal())
 	return nil
+}
+
+// newHandoff returns the handoff of a change named change (changeID, or a
+// fleet config's Change) away from the topology from.
+func newHandoff(from *topology, change string) *handoff {
+	return &handoff{from: from, settled: settledPrefix + change, drainTurn: make(chan struct{}, 1)}
 }
 
 // releaseChangeLocked publishes top without its handoff and its removed
