@@ -305,8 +305,8 @@ func giveAndDrop(t *testing.T, ctx context.Context, shards []redshard.Shard, k h
 	return d, weak.Make(c)
 }
 
-// TestCallKeepsClientOpen: a Client whose last use is a Watch or a
-// ForEachShard stays open while fn runs with its Tx or shard clients
+// TestCallKeepsClientOpen: a Client whose last use is a Watch, a
+// ForEachShard, a Pipelined or a TxPipelined stays open while fn runs with its Tx or shard clients
 // (before, it was unreachable, and closed, there).
 func TestCallKeepsClientOpen(t *testing.T) {
 	calls := []struct {
@@ -321,6 +321,26 @@ func TestCallKeepsClientOpen(t *testing.T) {
 				}
 				return setGet(ctx, tx, "tx")
 			})
+		}},
+		{"Pipelined", func(ctx context.Context, c *redshard.Client, inUse func() error) error {
+			_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+				if err := inUse(); err != nil {
+					return err
+				}
+				p.Set(ctx, "pipe", "v", 0)
+				return nil
+			})
+			return err
+		}},
+		{"TxPipelined", func(ctx context.Context, c *redshard.Client, inUse func() error) error {
+			_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				if err := inUse(); err != nil {
+					return err
+				}
+				p.Set(ctx, "tx", "v", 0)
+				return nil
+			})
+			return err
 		}},
 		{"ForEachShard", func(ctx context.Context, c *redshard.Client, inUse func() error) error {
 			return c.ForEachShard(ctx, func(ctx context.Context, sc *redis.Client) error {
