@@ -83,7 +83,7 @@ func inTrackedRead() int {
 // at the same moment go out together, their (CLIENT CACHING YES, read)
 // pairs in one pipeline on one reader connection. With both batch slots
 // held at a gate and every other miss queued behind them, n misses take
-// three pipelines: the two held and one with all the rest. Each pair still
+// at most three pipelines: the two held and one with all the rest. Each pair still
 // fills the cache as a tracked read does, and another process's write to
 // one of those keys is seen through its invalidation.
 func TestHotMissesShareRoundTrips(t *testing.T) {
@@ -146,8 +146,12 @@ func TestHotMissesShareRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	pipelines, reads = gate.pipelines.Load()-pipelines, gate.reads.Load()-reads
-	if reads != n || pipelines != 3 {
-		t.Fatalf("%d concurrent misses went out as %d tracked reads in %d pipelines; want %d reads in 3",
+	// Two or three: a held batch takes every miss queued when its sender
+	// picked it up, which may be more than one when the misses queue
+	// faster than the first sender starts (a loaded machine); then nothing
+	// is left for a third. One pipeline per miss would be n.
+	if reads != n || pipelines < 2 || pipelines > 3 {
+		t.Fatalf("%d concurrent misses went out as %d tracked reads in %d pipelines; want %d reads in 2 or 3",
 			n, reads, pipelines, n)
 	}
 	if got := infoField(t, admin, "commandstats", "cmdstat_get") - gets; got != n {
