@@ -25,6 +25,7 @@ import (
 
 	"github.com/redshard/redshard"
 	"github.com/redshard/redshard/hotkey"
+	"github.com/redshard/redshard/internal/modelcheck"
 	"github.com/redshard/redshard/internal/redistest"
 )
 
@@ -430,23 +431,8 @@ func hhLow(s hhState) int {
 }
 
 var hhModel = porcupine.Model{
-	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
-		byKey := map[string][]porcupine.Operation{}
-		var order []string
-		for _, op := range h {
-			k := op.Input.(hhInput).Key
-			if _, ok := byKey[k]; !ok {
-				order = append(order, k)
-			}
-			byKey[k] = append(byKey[k], op)
-		}
-		out := make([][]porcupine.Operation, 0, len(order))
-		for _, k := range order {
-			out = append(out, byKey[k])
-		}
-		return out
-	},
-	Init: func() any { return hhState{head: &hhVersion{}} },
+	Partition: modelcheck.PartitionBy(func(in any) string { return in.(hhInput).Key }),
+	Init:      func() any { return hhState{head: &hhVersion{}} },
 	Step: func(s, in, out any) (bool, any) {
 		return hhStep(s.(hhState), in.(hhInput), out.(hhOutput))
 	},

@@ -115,23 +115,8 @@ func b2i(b bool) int64 {
 
 // model is the register model of one key, partitioned by key.
 var model = porcupine.Model{
-	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
-		byKey := map[string][]porcupine.Operation{}
-		var order []string
-		for _, op := range h {
-			k := op.Input.(Input).Key
-			if _, ok := byKey[k]; !ok {
-				order = append(order, k)
-			}
-			byKey[k] = append(byKey[k], op)
-		}
-		out := make([][]porcupine.Operation, 0, len(order))
-		for _, k := range order {
-			out = append(out, byKey[k])
-		}
-		return out
-	},
-	Init: func() any { return "" },
+	Partition: PartitionBy(func(in any) string { return in.(Input).Key }),
+	Init:      func() any { return "" },
 	Step: func(s, in, out any) (bool, any) {
 		return step(s.(state), in.(Input), out.(Output))
 	},
@@ -178,3 +163,25 @@ func describe(in Input, out Output) string {
 // (the fleet test's ledgers of OS processes): Input and Output as here,
 // partitioned by key.
 var Model = model
+
+// PartitionBy returns a porcupine Partition that splits a history into one
+// part per key(op.Input), in the order each key first appears: each key's
+// operations are checked as an independent register.
+func PartitionBy(key func(input any) string) func([]porcupine.Operation) [][]porcupine.Operation {
+	return func(h []porcupine.Operation) [][]porcupine.Operation {
+		byKey := map[string][]porcupine.Operation{}
+		var order []string
+		for _, op := range h {
+			k := key(op.Input)
+			if _, ok := byKey[k]; !ok {
+				order = append(order, k)
+			}
+			byKey[k] = append(byKey[k], op)
+		}
+		out := make([][]porcupine.Operation, 0, len(order))
+		for _, k := range order {
+			out = append(out, byKey[k])
+		}
+		return out
+	}
+}
