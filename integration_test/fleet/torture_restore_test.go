@@ -41,7 +41,8 @@ type restoreState struct {
 // time to live, or on a lease: the driver lock, etcd's members).
 func (r *tortureRun) takeSnapshot() {
 	t := r.t
-	ctx := context.Background()
+	ctx, cancel := registryCtx()
+	defer cancel()
 	var restore func()
 	switch r.kind {
 	case "redis":
@@ -67,6 +68,8 @@ func (r *tortureRun) takeSnapshot() {
 			}
 		}
 		restore = func() {
+			ctx, cancel := registryCtx()
+			defer cancel()
 			now, err := rdb.Keys(ctx, pattern).Result()
 			if err != nil {
 				t.Fatal(err)
@@ -97,6 +100,8 @@ func (r *tortureRun) takeSnapshot() {
 			}
 		}
 		restore = func() {
+			ctx, cancel := registryCtx()
+			defer cancel()
 			now, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 			if err != nil {
 				t.Fatal(err)
@@ -124,6 +129,13 @@ func (r *tortureRun) takeSnapshot() {
 
 // etcdClient is the test's own client of the run's etcd server (the same
 // address across restarts).
+// registryCtx bounds the test's own calls to the registry: a registry
+// that does not answer fails the test with the call that waited, rather
+// than hang it until the test binary's -timeout.
+func registryCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 30*time.Second)
+}
+
 func (r *tortureRun) etcdClient() *clientv3.Client {
 	rs := &r.restore
 	if rs.etcdCli == nil {

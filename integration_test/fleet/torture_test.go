@@ -87,11 +87,19 @@ type tortureRun struct {
 	applies int
 	recipes int // changes of placement recipe among the applies
 	restore restoreState
+	// stopBy is when the run gives up on a change that does not complete,
+	// well before the test binary's -timeout: a run that panics on that
+	// timeout loses the logs that would say what was stuck.
+	stopBy time.Time
 }
 
 func torture(t *testing.T, kind string, seed uint64, dur time.Duration) {
 	t.Logf("REDSHARD_TORTURE_SEED=%d", seed)
-	r := &tortureRun{rng: rand.New(rand.NewPCG(seed, 7)), kind: kind, proxies: map[string]*blackhole.Proxy{}, faults: map[string]int{}}
+	r := &tortureRun{rng: rand.New(rand.NewPCG(seed, 7)), kind: kind, proxies: map[string]*blackhole.Proxy{}, faults: map[string]int{},
+		stopBy: time.Now().Add(dur + 10*time.Minute)}
+	if d, ok := t.Deadline(); ok && d.Add(-3*time.Minute).Before(r.stopBy) {
+		r.stopBy = d.Add(-3 * time.Minute) // time left to stop the workers and say why
+	}
 	f := &fleet{t: t, bin: fleetproc(t), dir: t.TempDir(), seed: seed, keys: 512}
 	for range 4 {
 		f.servers = append(f.servers, redistest.Start(t, redistest.Args("--appendonly", "yes", "--appendfsync", "always")))
@@ -203,6 +211,7 @@ func sameWeights(a, b map[int]float64) bool {
 // the driver again until the change is done.
 func (r *tortureRun) change(weights map[int]float64, fault string) {
 	t := r.t
+	began := time.Now()
 	doc := r.doc(weights)
 	drv := r.startDriver(doc)
 	time.Sleep(time.Duration(r.rng.IntN(1200)) * time.Millisecond)
@@ -231,7 +240,10 @@ func (r *tortureRun) change(weights map[int]float64, fault string) {
 		switch r.kind {
 		case "redis":
 			rdb := r.regSrv.Client(t)
-			if err := rdb.FlushAll(context.Background()).Err(); err != nil {
+			ctx, cancel := registryCtx()
+			err := rdb.FlushAll(ctx).Err()
+			cancel()
+			if err != nil {
 				t.Fatal(err)
 			}
 		case "etcd":
@@ -240,8 +252,7 @@ func (r *tortureRun) change(weights map[int]float64, fault string) {
 	case "driver-kill":
 		drv.kill()
 	case "two-drivers":
-		second := r.startDriver(doc)
-		<-second.done
+		r.wait(r.startDriver(doc)) // either may lose the lock: the loop below finishes the change
 	case "shard-kill":
 		s := r.servers[r.rng.IntN(len(r.servers))]
 		s.Kill()
@@ -252,13 +263,17 @@ func (r *tortureRun) change(weights map[int]float64, fault string) {
 	}
 	ok := r.wait(drv)
 	for attempt := 0; !ok; attempt++ {
-		if attempt == 40 {
-			t.Fatalf("the change to %v did not complete after %d runs of the driver", weights, attempt)
+		if attempt == 40 || time.Now().After(r.stopBy) {
+			t.Fatalf("the change to %v (fault %s) did not complete after %d runs of the driver; the workers' last words:\n%s",
+				weights, fault, attempt+1, r.workersTail())
 		}
 		time.Sleep(500 * time.Millisecond)
 		ok = r.wait(r.startDriver(doc))
 	}
 	r.applies++
+	if took := time.Since(began); took > time.Minute {
+		t.Logf("the change to %v (fault %s) took %v", weights, fault, took.Round(time.Second))
+	}
 	r.takeSnapshot()
 }
 
@@ -275,18 +290,21 @@ func (r *tortureRun) startDriver(doc string) *proc {
 	return p
 }
 
-// wait waits for a driver and reports whether it completed its change.
+// wait waits for a driver and reports whether it completed its change. A
+// driver that runs 90s (or past stopBy) is stopped with SIGQUIT, which
+// prints its goroutines.
 func (r *tortureRun) wait(p *proc) bool {
+	limit := min(90*time.Second, max(time.Until(r.stopBy), time.Second))
 	select {
 	case <-p.done:
-	case <-time.After(90 * time.Second):
+	case <-time.After(limit):
 		p.signal(syscall.SIGQUIT) // its goroutines, on its stderr
 		select {
 		case <-p.done:
 		case <-time.After(5 * time.Second):
 			p.kill()
 		}
-		r.t.Errorf("the driver did not finish in 90s:\n%s", p.stderr.String())
+		r.t.Errorf("the driver did not finish in %v:\n%s", limit, p.stderr.String())
 		return false
 	}
 	if p.cmd.ProcessState.Success() {
@@ -294,6 +312,17 @@ func (r *tortureRun) wait(p *proc) bool {
 	}
 	r.t.Logf("driver: %s", lastLine(p.stderr.String()))
 	return false
+}
+
+// workersTail is the end of every running worker's stderr.
+func (r *tortureRun) workersTail() string {
+	var b strings.Builder
+	for _, p := range r.workers {
+		out := strings.TrimSpace(p.stderr.String())
+		lines := strings.Split(out, "\n")
+		fmt.Fprintf(&b, "--- %s:\n%s\n", p.id, strings.Join(lines[max(0, len(lines)-15):], "\n"))
+	}
+	return b.String()
 }
 
 func lastLine(s string) string {
