@@ -102,6 +102,7 @@ func (r *tortureRun) takeSnapshot() {
 		restore = func() {
 			ctx, cancel := registryCtx()
 			defer cancel()
+			cli := r.etcdClient() // the server's, now: "forget" restarts it
 			now, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 			if err != nil {
 				t.Fatal(err)
@@ -127,8 +128,6 @@ func (r *tortureRun) takeSnapshot() {
 	}
 }
 
-// etcdClient is the test's own client of the run's etcd server (the same
-// address across restarts).
 // registryCtx bounds the test's own calls to the registry: a registry
 // that does not answer fails the test with the call that waited, rather
 // than hang it until the test binary's -timeout.
@@ -136,6 +135,8 @@ func registryCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 30*time.Second)
 }
 
+// etcdClient is the test's own client of the run's etcd server (the same
+// address across restarts; forgetEtcd makes a new one).
 func (r *tortureRun) etcdClient() *clientv3.Client {
 	rs := &r.restore
 	if rs.etcdCli == nil {
@@ -147,6 +148,16 @@ func (r *tortureRun) etcdClient() *clientv3.Client {
 		rs.etcdCli = cli
 	}
 	return rs.etcdCli
+}
+
+// forgetEtcd restarts the etcd server empty, and the test's client with it:
+// nothing of the test's talks to the old server's cluster any more.
+func (r *tortureRun) forgetEtcd() {
+	r.etcd = r.etcd.restartEmpty(r.t)
+	if cli := r.restore.etcdCli; cli != nil {
+		_ = cli.Close()
+		r.restore.etcdCli = nil
+	}
 }
 
 // restoreOld is the fault: a process started, the registry restored from

@@ -247,7 +247,7 @@ func (r *tortureRun) change(weights map[int]float64, fault string) {
 				t.Fatal(err)
 			}
 		case "etcd":
-			r.etcd = r.etcd.restartEmpty(t)
+			r.forgetEtcd()
 		}
 	case "driver-kill":
 		drv.kill()
