@@ -21,7 +21,7 @@ func TestFleetFlushDuringChange(t *testing.T) {
 	f := newFleet(t, 2)
 	ctx := context.Background()
 	f.apply(t, ctx, f.doc(1))
-	c := f.client(t, f.reg, "p")
+	c := f.client(t, f.openSteady(t), "p") // steady: a fenced process would be refused as fenced, not as in a handoff
 	moving, _ := keyMoving(t, f, 1)
 	if err := c.Set(ctx, moving, "v", 0).Err(); err != nil {
 		t.Fatal(err)
