@@ -77,6 +77,8 @@ const DefaultMaxStaleness = time.Second
 // TRACKING lives at most when HotKeyOptions.MaxStaleness is left zero, and
 // only until its key's TTL ends, which the same round trip reads (PTTL):
 // the server's invalidation, not this lifetime, is what keeps it fresh.
+// It applies to the reads of a key read again or hot; a key's first read
+// is sent without PTTL, and its reply lives DefaultMaxStaleness.
 const DefaultTrackedLifetime = time.Minute
 
 // defaultCopies is the default number of shards a split hot key is read
@@ -142,10 +144,10 @@ type HotKeyOptions struct {
 	// Left zero, it is DefaultMaxStaleness (1s) for split copies and for
 	// replies cached without tracking (a shard that refuses it,
 	// TrackingOff, a read made while the shard's invalidation connection
-	// is down, a reply refreshed after a write), and DefaultTrackedLifetime
-	// (1 minute) for a reply read with tracking, which also lives no
-	// longer than its key's remaining TTL (read with PTTL in the same round
-	// trip). Set, it bounds every reply and copy alike, tracked replies
+	// is down, a reply refreshed after a write, the first read of a key),
+	// and DefaultTrackedLifetime (1 minute) for a reply read with tracking
+	// of a key read again or hot, which also lives no longer than its
+	// key's remaining TTL (read with PTTL in the same round trip). Set, it bounds every reply and copy alike, tracked replies
 	// still no longer than their key's TTL.
 	MaxStaleness time.Duration
 

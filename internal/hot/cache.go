@@ -368,7 +368,12 @@ func (h *Path) directMiss(ctx context.Context, s Backend, hs *Shard, t localcach
 			return r.rep.apply(cmd)
 		}
 		r.cmd = cmd.Clone() // the sender must not touch a command its caller may abandon
-		r.ttlKey = key
+		if h.det.IsHot(key) || h.cache.ReadAgain(key) {
+			// A key read again is worth a long lifetime, so its TTL is
+			// read (PTTL, one more command); a first read's reply lives
+			// MaxStaleness, which needs no TTL (trackedLifetime).
+			r.ttlKey = key
+		}
 		r.complete = func(ctx context.Context, r *trackedReq) bool {
 			return h.directFill(ctx, s, hs, t, id, key, r)
 		}
@@ -436,9 +441,10 @@ func (h *Path) directFill(ctx context.Context, s Backend, hs *Shard, t localcach
 // PTTL -1 (no TTL) leaves the tracked lifetime. PTTL -2 (the key is gone)
 // caches nothing, unless the read itself found no key (errNil is
 // redis.Nil): then the absence is cached for the tracked lifetime, as
-// creating the key invalidates it. A PTTL the server refused (an ACL
-// without it, say) leaves MaxStaleness, the bound of a reply whose key's
-// TTL is not known.
+// creating the key invalidates it. A read sent without PTTL (the first
+// read of a key that is not hot: directMiss asks the TTL of keys read
+// again only) and a PTTL the server refused (an ACL without it, say)
+// leave MaxStaleness, the bound of a reply whose key's TTL is not known.
 func (h *Path) trackedLifetime(r *trackedReq, errNil error) time.Duration {
 	long := h.opt.TrackedLifetime
 	if r.pttl == nil {

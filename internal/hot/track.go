@@ -360,13 +360,14 @@ func (r *trackedReq) delivered() bool { return !r.failed && !r.closed }
 // enqueue hands r to the shard's senders, or, once they are gone, ends it
 // at once as closed (its complete still runs).
 //
-// Each read is three commands on the wire, CLIENT CACHING YES, the read
-// and PTTL of its key (for its cached reply's lifetime, see
-// Path.trackedLifetime), on a connection whose tracking already points to
-// r.id; on one that does not (new, or made before the invalidation
-// connection was replaced) CLIENT TRACKING ON REDIRECT <id> OPTIN goes
-// first. The reads queued at
-// one moment share one round trip: each of the shard's maxTrackedBatches
+// Each read is two commands on the wire, CLIENT CACHING YES and the read,
+// and a third, PTTL of its key, when r.ttlKey is set (a key read again or
+// hot: its cached reply's lifetime is then bounded by the key's TTL rather
+// than by MaxStaleness, see Path.trackedLifetime), on a connection whose
+// tracking already points to r.id; on one that does not (new, or made
+// before the invalidation connection was replaced) CLIENT TRACKING ON
+// REDIRECT <id> OPTIN goes first. The reads queued at one moment share
+// one round trip: each of the shard's maxTrackedBatches
 // senders, when free, takes everything queued and sends it as one
 // pipeline on one reader connection; what is queued meanwhile goes as the
 // next batch. Pairs do not interleave: each CACHING YES comes right before

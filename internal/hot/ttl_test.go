@@ -41,7 +41,7 @@ func TestTrackedFillOutlivesMaxStaleness(t *testing.T) {
 	if err := admin.Set(ctx, "nottl", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	cacheKey(t, h, b, "nottl")
+	cacheKeyAgain(t, h, b, "nottl")
 	id := b.HotState().id
 
 	advance(2 * time.Second)
@@ -58,6 +58,52 @@ func TestTrackedFillOutlivesMaxStaleness(t *testing.T) {
 	}
 }
 
+// cacheKeyAgain caches key's GET reply as the reply of a key read again:
+// its first read is cached (without PTTL), hidden, and read again.
+func cacheKeyAgain(t *testing.T, h *Path, b *testBackend, key string) {
+	t.Helper()
+	cacheKey(t, h, b, key)
+	h.cache.InvalidateKey(key)
+	cacheKey(t, h, b, key)
+}
+
+// TestFirstReadWithoutPTTL: the first read of a key that is not hot is
+// two commands (no PTTL), and its reply lives MaxStaleness (1s), not the
+// tracked lifetime; once the key is read again, its miss sends PTTL and
+// its reply lives the tracked lifetime.
+func TestFirstReadWithoutPTTL(t *testing.T) {
+	advance := fakeCacheClock(t)
+	h, b, admin := newTestPathConfig(t, ttlConfig(time.Minute))
+	ctx := context.Background()
+	cacheKey(t, h, b, "probe") // starts tracking
+	if err := admin.Set(ctx, "once", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	pttls := commandCount(t, admin, "pttl")
+	if v, err := get(t, h, b, "once"); err != nil || v != "v" {
+		t.Fatalf("GET once = %q, %v", v, err)
+	}
+	id := b.HotState().id
+	if !h.cache.Holds(id, "once", getSubKey) {
+		t.Fatal("the first read of once was not cached")
+	}
+	if n := commandCount(t, admin, "pttl") - pttls; n != 0 {
+		t.Fatalf("the first read of once sent %d PTTL; want none", n)
+	}
+	advance(2 * time.Second)
+	if h.cache.Holds(id, "once", getSubKey) {
+		t.Fatal("the reply of a first read, whose key's TTL is not known, outlived MaxStaleness (1s)")
+	}
+	cacheKey(t, h, b, "once") // read again: a miss that learns the TTL
+	if n := commandCount(t, admin, "pttl") - pttls; n != 1 {
+		t.Fatalf("the miss of a key read again sent %d PTTL; want 1", n)
+	}
+	advance(30 * time.Second)
+	if !h.cache.Holds(id, "once", getSubKey) {
+		t.Fatal("the reply of a key read again (no TTL) did not live the tracked lifetime")
+	}
+}
+
 // TestTrackedFillBoundedByKeyTTL: a tracked reply of a key with a TTL
 // lives no longer than what remained of the TTL, though the server still
 // holds the key, and longer than MaxStaleness while the TTL runs.
@@ -68,7 +114,7 @@ func TestTrackedFillBoundedByKeyTTL(t *testing.T) {
 	if err := admin.Set(ctx, "ttl", "v", time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
-	cacheKey(t, h, b, "ttl")
+	cacheKeyAgain(t, h, b, "ttl")
 	id := b.HotState().id
 
 	advance(30 * time.Minute)
@@ -99,6 +145,13 @@ func TestTrackedFillNotServedPastKeyTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := time.Now().Add(ttl + 2*time.Millisecond) // the key's expiry is before this
+	// A first read is sent without PTTL (its reply lives MaxStaleness):
+	// count one read of short, and hide its reply, so that the reads
+	// below are of a key read again, which learn its TTL.
+	if _, err := get(t, h, b, "short"); err != nil && err != redis.Nil {
+		t.Fatal(err)
+	}
+	h.cache.InvalidateKey("short")
 	filled := false
 	for !filled && time.Now().Before(gone) {
 		hits := h.stats.hits.Load()
