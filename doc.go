@@ -60,7 +60,9 @@
 //     returns.
 //  6. Bounded, stated staleness: with HotKeyOptions, a hot key's reply
 //     may lag another process's write by at most MaxStaleness (with
-//     CLIENT TRACKING, by the invalidation's delivery time). Off by default.
+//     CLIENT TRACKING, by the invalidation's delivery time, a tracked
+//     reply living at most DefaultTrackedLifetime when MaxStaleness is
+//     left zero, and never past its key's TTL). Off by default.
 //  7. Membership changes keep the cache warm: after SetShards (or a
 //     fleet's change through its registry) a moved key is brought over
 //     from its previous owner on first use, once however many goroutines

@@ -66,12 +66,13 @@ func newHotPath(opt *HotKeyOptions, flights *flight.Runner, current func() *topo
 		},
 	}
 	h, err := hot.New(env, &hot.Config{
-		Mitigation:   hot.Mitigation(opt.Mitigation),
-		MaxStaleness: opt.MaxStaleness,
-		Detector:     opt.Detector,
-		CacheBytes:   opt.CacheBytes,
-		Copies:       opt.Copies,
-		Tracking:     hot.Tracking(opt.Tracking),
+		Mitigation:      hot.Mitigation(opt.Mitigation),
+		MaxStaleness:    opt.MaxStaleness,
+		TrackedLifetime: opt.trackedLifetime,
+		Detector:        opt.Detector,
+		CacheBytes:      opt.CacheBytes,
+		Copies:          opt.Copies,
+		Tracking:        hot.Tracking(opt.Tracking),
 	})
 	if ce := (*hot.ConfigError)(nil); errors.As(err, &ce) {
 		return nil, invalid(ErrInvalidHotKeyOptions, "HotKeys."+ce.Field, "%v", ce.Err)

@@ -68,8 +68,18 @@ func (t Tracking) String() string {
 	return fmt.Sprintf("Tracking(%d)", int(t))
 }
 
-// DefaultMaxStaleness is HotKeyOptions.MaxStaleness when left zero.
+// DefaultMaxStaleness is HotKeyOptions.MaxStaleness when left zero: how
+// long a split copy, or a cached reply from a shard without tracking,
+// lives at most.
 const DefaultMaxStaleness = time.Second
+
+// DefaultTrackedLifetime is how long a LocalCache reply read with CLIENT
+// TRACKING lives at most when HotKeyOptions.MaxStaleness is left zero, and
+// only until its key's TTL ends, which the same round trip reads (PTTL):
+// the server's invalidation, not this lifetime, is what keeps it fresh.
+// It applies to the reads of a key read again or hot; a key's first read
+// is sent without PTTL, and its reply lives DefaultMaxStaleness.
+const DefaultTrackedLifetime = time.Minute
 
 // defaultCopies is the default number of shards a split hot key is read
 // from (capped by the number of shards).
@@ -129,7 +139,16 @@ type HotKeyOptions struct {
 	// and copies live at most this long. With LocalCache on servers that
 	// track (see Tracking) the lag is normally only the invalidation's
 	// delivery time, and MaxStaleness is the backstop. Must not be
-	// negative. Default DefaultMaxStaleness (1s).
+	// negative, nor below 1ms.
+	//
+	// Left zero, it is DefaultMaxStaleness (1s) for split copies and for
+	// replies cached without tracking (a shard that refuses it,
+	// TrackingOff, a read made while the shard's invalidation connection
+	// is down, a reply refreshed after a write, the first read of a key),
+	// and DefaultTrackedLifetime (1 minute) for a reply read with tracking
+	// of a key read again or hot, which also lives no longer than its
+	// key's remaining TTL (read with PTTL in the same round trip). Set, it bounds every reply and copy alike, tracked replies
+	// still no longer than their key's TTL.
 	MaxStaleness time.Duration
 
 	// Detector configures hot-key detection. Nil means the defaults of
@@ -150,6 +169,11 @@ type HotKeyOptions struct {
 	// Tracking chooses server-assisted invalidation for LocalCache.
 	// Default TrackingAuto.
 	Tracking Tracking
+
+	// trackedLifetime is, once resolved, the longest a tracked reply
+	// lives: DefaultTrackedLifetime if MaxStaleness was left zero, else
+	// MaxStaleness.
+	trackedLifetime time.Duration
 }
 
 // resolve validates o against a client of n shards and returns a copy with
@@ -173,8 +197,10 @@ func (o *HotKeyOptions) resolve(n int) (HotKeyOptions, error) {
 	case r.Tracking < TrackingAuto || r.Tracking > TrackingOn:
 		return r, invalid(k, "HotKeys.Tracking", "%v", r.Tracking)
 	}
+	r.trackedLifetime = r.MaxStaleness
 	if r.MaxStaleness == 0 {
 		r.MaxStaleness = DefaultMaxStaleness
+		r.trackedLifetime = DefaultTrackedLifetime
 	}
 	if r.CacheBytes == 0 {
 		r.CacheBytes = localcache.DefaultMaxBytes

@@ -83,7 +83,8 @@ func TestHotReaderClosedByServerDropsCache(t *testing.T) {
 }
 
 // readerIDs returns the IDs of the server's connections whose last
-// command was GET: those of the client's tracked reads, since every GET of
+// command was GET or PTTL: those of the client's tracked reads (a GET and
+// the PTTL after it), since every GET of
 // the test but the first is a cache hit. With among, only those of its IDs
 // that are still connected.
 func readerIDs(t *testing.T, admin *redis.Client, among ...int64) []int64 {
@@ -102,7 +103,8 @@ func readerIDs(t *testing.T, admin *redis.Client, among ...int64) []int64 {
 			if slices.Contains(among, id) {
 				ids = append(ids, id)
 			}
-		} else if slices.Contains(strings.Fields(line), "cmd=get") {
+		} else if f := strings.Fields(line); slices.Contains(f, "cmd=get") || slices.Contains(f, "cmd=pttl") {
+			// A tracked read's last command is the PTTL after its GET.
 			ids = append(ids, id)
 		}
 	}

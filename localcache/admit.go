@@ -106,6 +106,17 @@ func (s *sketch) add(h uint64) (est int, n int64) {
 	return est + 1, n
 }
 
+// estimate returns the sketch's estimate of the recent reads of the key
+// whose hash is h, counting nothing.
+func (s *sketch) estimate(h uint64) int {
+	est := 15
+	for i := range sketchRows {
+		w, shift := s.index(h, i)
+		est = min(est, int(w.Load()>>shift&15))
+	}
+	return est
+}
+
 // age halves every counter, once per period (the goroutine that finds it
 // due and gets the lock does it; the others go on).
 func (s *sketch) age() {
@@ -161,6 +172,17 @@ func (c *Cache) Admit(key string) bool {
 		c.lookAtRoom()
 	}
 	return !c.admit.full.Load()
+}
+
+// ReadAgain reports whether the frequency sketch estimates that key was
+// read at least twice within its window (the reads Admit counted, the
+// last one included), counting nothing: a key read again, whose reply is
+// likely to be read again while cached. A nil Cache says false.
+func (c *Cache) ReadAgain(key string) bool {
+	if c == nil {
+		return false
+	}
+	return c.admit.estimate(xxhash.Sum64String(key)) >= admitMin
 }
 
 // lookAtRoom records whether the cache has room (see Admit).

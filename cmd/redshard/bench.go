@@ -35,7 +35,7 @@ type benchConfig struct {
 	duration   time.Duration
 	mitigation string
 	mitSet     bool          // --mitigation was given
-	staleness  time.Duration // --max-staleness: HotKeyOptions.MaxStaleness (0: the default)
+	staleness  time.Duration // --max-staleness: HotKeyOptions.MaxStaleness (0: the defaults)
 	failover   bool
 	addAt      time.Duration
 	addShard   shardSpecs // the shard --add-shard-at adds, for real servers
@@ -123,7 +123,7 @@ includes the servers, which run in this process).`)
 	f.StringVar(&c.weights, "weights", "", "`weights` of the embedded shards, comma-separated, e.g. 1,1,2 (default all 1; sets --shards)")
 	f.DurationVar(&c.duration, "duration", 10*time.Second, "how long each run sends operations")
 	f.StringVar(&c.mitigation, "mitigation", "none", "hot-key mitigation: none, local-cache or split; when not given, a --config file's hot_keys apply")
-	f.DurationVar(&c.staleness, "max-staleness", 0, "HotKeyOptions.MaxStaleness of --mitigation (default redshard's, 1s): how long a cached reply or split copy lives at most")
+	f.DurationVar(&c.staleness, "max-staleness", 0, "HotKeyOptions.MaxStaleness of --mitigation (default redshard's: 1s, and 1m for a reply read with tracking, within its key's TTL): how long a cached reply or split copy lives at most")
 	f.BoolVar(&c.failover, "failover", false, "set HealthOptions.Failover: a down shard's commands go to the next shard")
 	f.DurationVar(&c.addAt, "add-shard-at", 0, "add a shard (SetShards) this long into the run: an embedded one of weight 1, or --add-shard")
 	f.Var(&c.addShard, "add-shard", "the real shard --add-shard-at adds, as `name=host:port[:weight]` (its --prefix keys are deleted before each run)")

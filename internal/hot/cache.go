@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -263,6 +264,7 @@ func (h *Path) fetch(ctx context.Context, s Backend, hs *Shard, t localcache.Tic
 		return v.(*reply)
 	}
 	store := true
+	life := h.opt.MaxStaleness
 	var id int64
 	switch hs.tracking(ctx) {
 	case InvalidationTracking:
@@ -271,13 +273,15 @@ func (h *Path) fetch(ctx context.Context, s Backend, hs *Shard, t localcache.Tic
 			// nothing would tell us of a change.
 			store = false
 			_ = s.Client().Process(ctx, cmd)
-		} else if ok, sent := hs.trackedRead(ctx, id, cmd); !sent {
+		} else if tr := hs.trackedRead(ctx, id, key, cmd); !tr.delivered() {
 			// Its batch's connection failed: read it untracked instead.
 			store = false
 			cmd.SetErr(nil)
 			_ = s.Client().Process(ctx, cmd)
-		} else if !ok {
+		} else if !tr.ok {
 			store = false
+		} else {
+			life = h.trackedLifetime(tr, cmd.Err())
 		}
 	case InvalidationStalenessOnly:
 		store = h.opt.Tracking != TrackingOn
@@ -294,8 +298,8 @@ func (h *Path) fetch(ctx context.Context, s Backend, hs *Shard, t localcache.Tic
 	}
 	// With tracking, keep the reply only if the connection that receives
 	// its invalidation is still the one the read was tracked against.
-	if store && (id == 0 || hs.live.Load() == id) {
-		if h.cache.Fill(t, r, sizeOf(r.val), h.opt.MaxStaleness) {
+	if store && life > 0 && (id == 0 || hs.live.Load() == id) {
+		if h.cache.Fill(t, r, sizeOf(r.val), life) {
 			// Make the entry visible before the flight ends, so a caller
 			// that misses from now on finds it rather than reading again.
 			h.cache.Wait()
@@ -364,6 +368,12 @@ func (h *Path) directMiss(ctx context.Context, s Backend, hs *Shard, t localcach
 			return r.rep.apply(cmd)
 		}
 		r.cmd = cmd.Clone() // the sender must not touch a command its caller may abandon
+		if h.det.IsHot(key) || h.cache.ReadAgain(key) {
+			// A key read again is worth a long lifetime, so its TTL is
+			// read (PTTL, one more command); a first read's reply lives
+			// MaxStaleness, which needs no TTL (trackedLifetime).
+			r.ttlKey = key
+		}
 		r.complete = func(ctx context.Context, r *trackedReq) bool {
 			return h.directFill(ctx, s, hs, t, id, key, r)
 		}
@@ -402,10 +412,60 @@ func (h *Path) directFill(ctx context.Context, s Backend, hs *Shard, t localcach
 		return false // an error: no value of the key goes back to the caller
 	}
 	if store && hs.live.Load() == id {
-		return h.cache.Fill(t, r.rep, sizeOf(r.rep.val), h.opt.MaxStaleness)
+		if life := h.trackedLifetime(r, r.rep.err); life > 0 {
+			return h.cache.Fill(t, r.rep, sizeOf(r.rep.val), life)
+		}
 	}
 	h.cache.Supersede(key)
 	return false
+}
+
+// trackedLifetime is how long the reply of r, a tracked read that the
+// server accepted, may stay cached (0 or less: it must not be): the
+// tracked lifetime (Config.TrackedLifetime), bounded by what remained of
+// its key's TTL when PTTL read it, in the same batch right after the read.
+//
+// Tracking invalidates the key when it is written, and when the server
+// deletes it on expiry, but a key past its TTL is deleted only when the
+// server gets to it (its active expiry cycle, or a command touching it),
+// which can lag: without the bound a cached reply could outlive the key.
+// The TTL is read after the read, not atomically with it, and that is
+// safe: anything that changes the key or its TTL after the read (a write,
+// EXPIRE, PERSIST, DEL, its deletion on expiry) invalidates the tracked
+// key, and a fill whose ticket predates that invalidation stores nothing,
+// or is hidden by it (docs/hot-reads.md, "Lifetime of a tracked reply").
+//
+// PTTL replies in milliseconds, measured by the server after the batch
+// was sent and truncated to the millisecond: the TTL is counted from
+// r.sent, less one millisecond, so the entry never outlives the key.
+// PTTL -1 (no TTL) leaves the tracked lifetime. PTTL -2 (the key is gone)
+// caches nothing, unless the read itself found no key (errNil is
+// redis.Nil): then the absence is cached for the tracked lifetime, as
+// creating the key invalidates it. A read sent without PTTL (the first
+// read of a key that is not hot: directMiss asks the TTL of keys read
+// again only) and a PTTL the server refused (an ACL without it, say)
+// leave MaxStaleness, the bound of a reply whose key's TTL is not known.
+func (h *Path) trackedLifetime(r *trackedReq, errNil error) time.Duration {
+	long := h.opt.TrackedLifetime
+	if r.pttl == nil {
+		return min(long, h.opt.MaxStaleness)
+	}
+	ms, err := r.pttl.Int64()
+	switch {
+	case err != nil:
+		return min(long, h.opt.MaxStaleness)
+	case ms == -1:
+		return long
+	case ms == -2:
+		if errNil == redis.Nil {
+			return long
+		}
+		return 0
+	case ms < 0:
+		return 0
+	}
+	left := time.Duration(ms-1)*time.Millisecond - time.Since(r.sent)
+	return min(left, long)
 }
 
 // directMissHook, when set (tests), runs in directMiss once the miss has

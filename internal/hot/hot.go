@@ -43,10 +43,15 @@ const SplitCopyPrefix = "redshard:copy:"
 type Config struct {
 	Mitigation   Mitigation
 	MaxStaleness time.Duration
-	Detector     *hotkey.Config
-	CacheBytes   int64
-	Copies       int
-	Tracking     Tracking
+	// TrackedLifetime is the most a reply filled by a tracked read lives,
+	// bounded further by its key's remaining TTL (see trackedLifetime):
+	// the root's DefaultTrackedLifetime when MaxStaleness was left zero,
+	// MaxStaleness when it was set. Zero means MaxStaleness.
+	TrackedLifetime time.Duration
+	Detector        *hotkey.Config
+	CacheBytes      int64
+	Copies          int
+	Tracking        Tracking
 }
 
 // Env is what the layer needs of the client it serves, besides the
@@ -175,9 +180,12 @@ func New(env Env, opt *Config) (*Path, error) {
 	var tag [8]byte
 	_, _ = rand.Read(tag[:]) // never fails (crypto/rand)
 	h := &Path{env: env, opt: *opt, det: det, instance: hex.EncodeToString(tag[:])}
+	if h.opt.TrackedLifetime <= 0 {
+		h.opt.TrackedLifetime = h.opt.MaxStaleness
+	}
 	switch opt.Mitigation {
 	case LocalCache:
-		if h.cache, err = localcache.New(&localcache.Config{MaxBytes: opt.CacheBytes}); err != nil {
+		if h.cache, err = localcache.New(&localcache.Config{MaxBytes: opt.CacheBytes, Now: cacheClock}); err != nil {
 			return nil, &ConfigError{"CacheBytes", err}
 		}
 	case SplitCopies:
@@ -185,6 +193,10 @@ func New(env Env, opt *Config) (*Path, error) {
 	}
 	return h, nil
 }
+
+// cacheClock, when set (tests), is the clock of the local cache's entry
+// lifetimes in the Paths New makes.
+var cacheClock func() time.Time
 
 // Counts is a snapshot of the layer's event counters (the root's HotStats
 // says what each counts).

@@ -116,13 +116,19 @@ func newTestPath(t *testing.T) (*Path, *testBackend, *redis.Client) {
 // newTestPathDetector is newTestPath with a detector configured by det.
 func newTestPathDetector(t *testing.T, det *hotkey.Config) (*Path, *testBackend, *redis.Client) {
 	t.Helper()
-	srv := redistest.Start(t)
+	return newTestPathConfig(t, &Config{Mitigation: LocalCache, MaxStaleness: time.Hour, CacheBytes: 1 << 20, Tracking: TrackingOn, Detector: det})
+}
+
+// newTestPathConfig is newTestPath with the layer configured by cfg and
+// the server started with opts.
+func newTestPathConfig(t *testing.T, cfg *Config, opts ...redistest.Option) (*Path, *testBackend, *redis.Client) {
+	t.Helper()
+	srv := redistest.Start(t, opts...)
 	flights := flight.New()
 	b := &testBackend{addr: srv.Addr()}
 	b.client = redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	b.heartbeat = redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	h, err := New(Env{Flights: flights, EachShard: func(func(*Shard)) {}},
-		&Config{Mitigation: LocalCache, MaxStaleness: time.Hour, CacheBytes: 1 << 20, Tracking: TrackingOn, Detector: det})
+	h, err := New(Env{Flights: flights, EachShard: func(func(*Shard)) {}}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -307,6 +307,14 @@ type trackedReq struct {
 
 	on, caching *redis.Cmd // the batch's commands for this read (on: nil if none was needed)
 
+	// ttlKey, if not "", is the read's key: PTTL ttlKey follows the read
+	// in the batch (untracked: CACHING YES covers the read alone), and
+	// pttl holds its reply; sent is when the batch was handed to the
+	// connection, the earliest the server can have measured that TTL.
+	ttlKey string
+	pttl   *redis.Cmd
+	sent   time.Time
+
 	ok     bool // the server accepted the tracking
 	failed bool // the batch failed other than by a server's reply: nothing is known of the read
 	closed bool // never sent: the shard or the client closed first (cmd holds redis.ErrClosed)
@@ -330,32 +338,40 @@ type batcher struct {
 	signal chan struct{} // one slot: something was queued
 }
 
-// trackedRead sends cmd on the reader as a tracked read redirected to id
-// and waits for it. ok reports whether the server accepted the tracking;
-// sent is false when the read's batch failed other than by a server's
-// reply (a connection closed or broken mid-batch, a context ended, the
-// shard closed): cmd then holds that error and nothing is known of what
-// the server did. ctx's values go with the batch; the batch is bounded by
+// trackedRead sends cmd, a read of key, on the reader as a tracked read
+// redirected to id, followed by PTTL key, and waits for it. r.ok reports
+// whether the server accepted the tracking; the read was not sent (r.sent
+// reports false) when its batch failed other than by a server's reply (a
+// connection closed or broken mid-batch, a context ended, the shard
+// closed): cmd then holds that error and nothing is known of what the
+// server did. ctx's values go with the batch; the batch is bounded by
 // hotFetchTimeout, not by ctx (the caller is a flight, see Path.fetch).
-func (hs *Shard) trackedRead(ctx context.Context, id int64, cmd redis.Cmder) (ok, sent bool) {
-	r := &trackedReq{ctx: ctx, id: id, cmd: cmd, done: make(chan struct{})}
+func (hs *Shard) trackedRead(ctx context.Context, id int64, key string, cmd redis.Cmder) *trackedReq {
+	r := &trackedReq{ctx: ctx, id: id, cmd: cmd, ttlKey: key, done: make(chan struct{})}
 	hs.enqueue(r)
 	<-r.done
-	return r.ok, !r.failed && !r.closed
+	return r
 }
+
+// delivered reports whether r's batch reached the server and came back
+// (whatever the server replied).
+func (r *trackedReq) delivered() bool { return !r.failed && !r.closed }
 
 // enqueue hands r to the shard's senders, or, once they are gone, ends it
 // at once as closed (its complete still runs).
 //
 // Each read is two commands on the wire, CLIENT CACHING YES and the read,
-// on a connection whose tracking already points to r.id; on one that does
-// not (new, or made before the invalidation connection was replaced)
-// CLIENT TRACKING ON REDIRECT <id> OPTIN goes first. The reads queued at
-// one moment share one round trip: each of the shard's maxTrackedBatches
+// and a third, PTTL of its key, when r.ttlKey is set (a key read again or
+// hot: its cached reply's lifetime is then bounded by the key's TTL rather
+// than by MaxStaleness, see Path.trackedLifetime), on a connection whose
+// tracking already points to r.id; on one that does not (new, or made
+// before the invalidation connection was replaced) CLIENT TRACKING ON
+// REDIRECT <id> OPTIN goes first. The reads queued at one moment share
+// one round trip: each of the shard's maxTrackedBatches
 // senders, when free, takes everything queued and sends it as one
 // pipeline on one reader connection; what is queued meanwhile goes as the
 // next batch. Pairs do not interleave: each CACHING YES comes right before
-// its own read.
+// its own read, and the PTTL comes right after it, so it is not tracked.
 func (hs *Shard) enqueue(r *trackedReq) {
 	b := &hs.batch
 	b.mu.Lock()
@@ -441,6 +457,7 @@ func (hs *Shard) finish(ctx context.Context, batch []*trackedReq, closed bool) {
 // connection and records each one's outcome.
 func (hs *Shard) sendBatch(ctx context.Context, batch []*trackedReq) {
 	tc := hs.takeConn()
+	sent := time.Now()
 	_, _ = tc.cn.Pipelined(ctx, func(p redis.Pipeliner) error {
 		redirect := tc.redirect
 		var on *redis.Cmd
@@ -453,6 +470,10 @@ func (hs *Shard) sendBatch(ctx context.Context, batch []*trackedReq) {
 			// CACHING YES must come right before the read.
 			r.caching = p.Do(ctx, "client", "caching", "yes")
 			_ = p.Process(ctx, r.cmd)
+			if r.ttlKey != "" {
+				r.pttl = p.Do(ctx, "pttl", r.ttlKey)
+				r.sent = sent
+			}
 		}
 		return nil
 	})
@@ -469,7 +490,11 @@ func (hs *Shard) sendBatch(ctx context.Context, batch []*trackedReq) {
 			}
 		}
 		r.ok = (r.on == nil || r.on.Err() == nil) && r.caching.Err() == nil
-		for _, err := range []error{r.caching.Err(), r.cmd.Err()} {
+		errs := []error{r.caching.Err(), r.cmd.Err(), nil}
+		if r.pttl != nil {
+			errs[2] = r.pttl.Err()
+		}
+		for _, err := range errs {
 			if err != nil && err != redis.Nil && !rediserr.Is(err) {
 				r.failed = true
 			}
