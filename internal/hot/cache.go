@@ -171,9 +171,9 @@ var getSubKey = plainSubKeys["get"][replyval.KindString]
 // the AutoPipeliner's batches for the shard's tracked reads (direct
 // misses, batched per shard, on connections of their own). Measured
 // again with direct misses (docs/results.md, 2026-12-05), admission there
-// raised the GETs served locally under Zipf 1.2 from 0.23-0.32 to
-// 0.65-0.75, but client CPU per operation rose from 1.13-2.16 to 1.71-3.08
-// times rueidis's (median 0.78 to 1.00 times that of LocalCache without
+// raised the GETs served locally under Zipf 1.2 from 0.23-0.35 to
+// 0.65-0.76, but client CPU per operation rose from 1.13-2.16 to 1.71-3.08
+// times rueidis's (median 0.80 to 1.00 times that of LocalCache without
 // AutoPipeline in the same run), and on the celebrity workload
 // from 0.54-0.58 to 1.27-1.34 times for no local gain. A nil ctx never
 // probes an unprobed shard for tracking.
