@@ -168,10 +168,15 @@ var getSubKey = plainSubKeys["get"][replyval.KindString]
 // is full), and the shard's server tracks the keys it caches, so that the
 // reply lags another process's write only by its invalidation. On a shard
 // without tracking only hot keys are cached, as their reply may lag such a
-// write by MaxStaleness. With AutoPipeline too: its misses leave the
-// AutoPipeliner's batches for the tracked reads' (batched per shard, but
-// on connections of their own), which cost more client CPU per operation
-// under Zipf 1.2 than they saved (docs/results.md). A nil ctx never
+// write by MaxStaleness. With AutoPipeline too: its misses would leave
+// the AutoPipeliner's batches for the shard's tracked reads (direct
+// misses, batched per shard, on connections of their own). Measured
+// again with direct misses (docs/results.md, 2026-12-05), admission there
+// raised the GETs served locally under Zipf 1.2 from 0.23-0.35 to
+// 0.65-0.76, but client CPU per operation rose from 1.13-2.16 to 1.71-3.08
+// times rueidis's (median 0.80 to 1.00 times that of LocalCache without
+// AutoPipeline in the same run), and on the celebrity workload
+// from 0.54-0.58 to 1.27-1.34 times for no local gain. A nil ctx never
 // probes an unprobed shard for tracking.
 func (h *Path) admits(ctx context.Context, s Backend, key string) bool {
 	if s.AutoPipelined() || !h.cache.Admit(key) {
