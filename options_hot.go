@@ -156,8 +156,12 @@ type HotKeyOptions struct {
 	// this client's keyed commands, over a 10s window.
 	Detector *hotkey.Config
 
-	// CacheBytes is the LocalCache memory budget in bytes. Must not be
-	// negative. Default localcache.DefaultMaxBytes (64 MiB).
+	// CacheBytes is the LocalCache memory budget in bytes: the cached
+	// replies, their keys and their bookkeeping stay within it. The
+	// cache's counters take a fixed 1/16 of it more (its invalidation
+	// stripes, see localcache.Config.KeyStripes) and its admission sketch
+	// about 1/64. Must not be negative. Default localcache.DefaultMaxBytes
+	// (64 MiB).
 	CacheBytes int64
 
 	// Copies is, for SplitCopies, the number of shards a hot key is read from,

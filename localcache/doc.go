@@ -27,8 +27,9 @@
 // Get returns it only if they are unchanged. So an
 // invalidation hides every reply of the key at once, whatever ristretto
 // still has buffered, in one atomic add and with no per-key index: the
-// cache's own memory is fixed (KeyStripes×16 bytes + about 12 KiB, and
-// Admit's sketch, at most 2×NumCounters bytes),
+// cache's own memory is fixed (KeyStripes×16 bytes, by default 1/16 of
+// MaxBytes, + about 12 KiB, and Admit's sketch, at most 2×NumCounters
+// bytes),
 // whatever the number of keys. Hidden entries keep their budget until their TTL,
 // eviction, or an overwrite by a fresh reply for the same (shard, key,
 // sub-key), which ristretto applies at once. A key stripe shared by two keys
