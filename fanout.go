@@ -8,6 +8,7 @@ import (
 
 	"github.com/redshard/redshard/internal/command"
 	"github.com/redshard/redshard/internal/merge"
+	"github.com/redshard/redshard/internal/parallel"
 	"github.com/redshard/redshard/internal/replyval"
 )
 
@@ -32,6 +33,8 @@ func (t *topology) planFanout(ctx context.Context, cmd redis.Cmder, info command
 		}}
 	case info.Name == "function|dump" && len(args) == 2:
 		return t.planFunctionDump(cmd)
+	case len(t.rings()) > 1 && (info.Name == "pubsub|channels" || info.Name == "pubsub|shardchannels"):
+		return route{direct: -1, finish: func() { t.channelsDuringChange(ctx, cmd, info.Name) }}
 	case t.changing() && info.Name == "keys" && len(args) == 2:
 		return route{direct: -1, finish: func() {
 			keys, err := t.keysDuringChange(ctx, command.Arg(args[1]))
@@ -67,6 +70,51 @@ func (t *topology) planFanout(ctx context.Context, cmd redis.Cmder, info command
 		subs[i] = sub{shard: i, cmd: cmd.Clone()}
 	}
 	return route{direct: -1, subs: subs, finish: func() { t.mergeFanout(cmd, info, subs) }}
+}
+
+// channelsDuringChange answers PUBSUB CHANNELS (or SHARDCHANNELS) during a
+// membership change: the channels active on any server of any of the
+// change's rings, each once. A channel whose owner changed is subscribed
+// on its new owner only once the client's PubSubs have followed the change
+// (SetShards returns after that; a fleet process acknowledges the phase
+// after it), and until then on its previous owner, which the new ring may
+// not hold: asking the new ring's servers alone would leave it out.
+func (t *topology) channelsDuringChange(ctx context.Context, cmd redis.Cmder, name string) {
+	var servers []*shard
+	seen := map[string]bool{}
+	for _, r := range t.rings() {
+		for _, s := range r.shards {
+			if !seen[s.Addr] {
+				seen[s.Addr] = true
+				servers = append(servers, s)
+			}
+		}
+	}
+	cmds := make([]redis.Cmder, len(servers))
+	errs := make([]error, len(servers))
+	parallel.Run(len(servers), func(i int) {
+		s := servers[i]
+		if s.down.Load() {
+			errs[i] = s.downError()
+			return
+		}
+		cmds[i] = cmd.Clone()
+		if err := s.client.Process(ctx, cmds[i]); err != nil {
+			errs[i] = wrapShardErr(s.Shard, err)
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			cmd.SetErr(err)
+			return
+		}
+	}
+	v, err := merge.Concat(cmds)
+	if err != nil {
+		cmd.SetErr(fmt.Errorf("redshard: %s: %w", displayName(name), err))
+		return
+	}
+	merge.SetResult(cmd, merge.Without(merge.Distinct(v), isMarkChannel))
 }
 
 // planFunctionDump plans FUNCTION DUMP on many shards: the caller's command

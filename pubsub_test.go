@@ -288,6 +288,44 @@ func TestPubSubChannelsDuringChange(t *testing.T) {
 	}
 }
 
+// During a change PUBSUB CHANNELS asks the servers of both rings: a
+// channel whose subscribers are still on a server that leaves the ring
+// (another process not switched yet, or this client's PubSubs before they
+// follow the change) is active, and listed. Before, only the new ring's
+// servers were asked (go-redis's "should pub/sub channels" spec under
+// membership churn, internal/goredissuite rs4churn-resp2, found one of
+// two channels).
+func TestPubSubChannelsOnALeavingServer(t *testing.T) {
+	cl := newCluster(t, 1, 1)
+	leaving := cl.mini["shard-1"]
+	other := redis.NewClient(&redis.Options{Addr: leaving.Addr()})
+	defer other.Close()
+	ps := other.Subscribe(ctx, "leaving:x")
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.c.SetShards(ctx, cl.shards[:1]); err != nil {
+		t.Fatal(err)
+	}
+	for _, pattern := range []string{"leaving:*", "*"} {
+		got, err := cl.c.PubSubChannels(ctx, pattern).Result()
+		if err != nil || !slices.Contains(got, "leaving:x") {
+			t.Errorf("PUBSUB CHANNELS %s during the change = %q, %v; want leaving:x, active on the server being drained", pattern, got, err)
+		}
+	}
+	raw, err := cl.c.Do(ctx, "PUBSUB", "CHANNELS", "leaving:*").Result()
+	if err != nil || fmt.Sprint(raw) != "[leaving:x]" {
+		t.Errorf("PUBSUB CHANNELS (Do) during the change = %v, %v; want [leaving:x]", raw, err)
+	}
+	if _, err := cl.c.Rebalance(ctx, redshard.RebalanceOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := cl.c.PubSubChannels(ctx, "leaving:*").Result(); err != nil || len(got) != 0 {
+		t.Errorf("PUBSUB CHANNELS once the server has left = %q, %v; want none", got, err)
+	}
+}
+
 func ringWith(t *testing.T, shards []redshard.Shard) interface{ Lookup(string) string } {
 	t.Helper()
 	c, err := redshard.NewClient(&redshard.Options{Shards: shards})
