@@ -144,11 +144,12 @@ type HotKeyOptions struct {
 	// Left zero, it is DefaultMaxStaleness (1s) for split copies and for
 	// replies cached without tracking (a shard that refuses it,
 	// TrackingOff, a read made while the shard's invalidation connection
-	// is down, a reply refreshed after a write, the first read of a key),
-	// and DefaultTrackedLifetime (1 minute) for a reply read with tracking
-	// of a key read again or hot, which also lives no longer than its
-	// key's remaining TTL (read with PTTL in the same round trip). Set, it bounds every reply and copy alike, tracked replies
-	// still no longer than their key's TTL.
+	// is down, the first read of a key), and DefaultTrackedLifetime (1
+	// minute) for a reply read with tracking of a key read again or hot,
+	// or refreshed after a write, which also lives no longer than its
+	// key's remaining TTL (read with PTTL in the same round trip). Set, it
+	// bounds every reply and copy alike, tracked replies still no longer
+	// than their key's TTL.
 	MaxStaleness time.Duration
 
 	// Detector configures hot-key detection. Nil means the defaults of

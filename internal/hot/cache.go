@@ -451,11 +451,17 @@ func (h *Path) directFill(ctx context.Context, s Backend, hs *Shard, t localcach
 // again only) and a PTTL the server refused (an ACL without it, say)
 // leave MaxStaleness, the bound of a reply whose key's TTL is not known.
 func (h *Path) trackedLifetime(r *trackedReq, errNil error) time.Duration {
+	return h.lifetime(r.pttl, r.sent, errNil)
+}
+
+// lifetime is trackedLifetime for a tracked read followed by pttl (nil:
+// none was sent) in a pipeline handed to its connection at sent.
+func (h *Path) lifetime(pttl *redis.Cmd, sent time.Time, errNil error) time.Duration {
 	long := h.opt.TrackedLifetime
-	if r.pttl == nil {
+	if pttl == nil {
 		return min(long, h.opt.MaxStaleness)
 	}
-	ms, err := r.pttl.Int64()
+	ms, err := pttl.Int64()
 	switch {
 	case err != nil:
 		return min(long, h.opt.MaxStaleness)
@@ -469,7 +475,7 @@ func (h *Path) trackedLifetime(r *trackedReq, errNil error) time.Duration {
 	case ms < 0:
 		return 0
 	}
-	left := time.Duration(ms-1)*time.Millisecond - time.Since(r.sent)
+	left := time.Duration(ms-1)*time.Millisecond - time.Since(sent)
 	return min(left, long)
 }
 

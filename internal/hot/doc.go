@@ -32,13 +32,13 @@
 // shard's invalidation connection is live; about half a second more after
 // a reading connection is closed by the server (track.go's checkReaders);
 // never more than the entry's lifetime. A reply stored by a tracked read
-// of a key read again or hot lives Config.TrackedLifetime (one minute
-// when the root's MaxStaleness is left zero) and no longer than its key's
-// remaining TTL, which PTTL reads right after the read in the same batch
-// (cache.go, trackedLifetime; the argument that reading it after the read
-// is safe is in docs/hot-reads.md, "Lifetime of a tracked reply"). Any
-// other entry, a key's first read, a write-through refill, an untracked
-// read's, and split copies, lives
+// of a key read again or hot, or by a write-through refill, lives
+// Config.TrackedLifetime (one minute when the root's MaxStaleness is left
+// zero) and no longer than its key's remaining TTL, which PTTL reads
+// right after the read in the same round trip (cache.go, lifetime; the
+// argument that reading it after the read is safe is in
+// docs/hot-reads.md, "Lifetime of a tracked reply"). Any other entry, a
+// key's first read, an untracked read's, and split copies, lives
 // MaxStaleness (1s by default), which alone bounds a shard without
 // tracking.
 //

@@ -237,8 +237,9 @@ func (h *Path) refillWrite(ctx context.Context, s Backend, name, key string, cmd
 	defer hs.refills.finish(token, r)
 	tc := hs.takeConn()
 	get := redis.NewStringCmd(ctx, "get", key)
-	var on, caching *redis.Cmd
+	var on, caching, pttl *redis.Cmd
 	var mark *redis.IntCmd
+	sent := time.Now()
 	_, _ = tc.cn.Pipelined(ctx, func(p redis.Pipeliner) error {
 		if tc.redirect != id {
 			on = p.Do(ctx, "client", "tracking", "on", "redirect", id, "optin")
@@ -246,7 +247,11 @@ func (h *Path) refillWrite(ctx context.Context, s Backend, name, key string, cmd
 		_ = p.Process(ctx, cmd)
 		mark = p.Publish(ctx, hs.markChannel(), token)
 		caching = p.Do(ctx, "client", "caching", "yes") // right before the read
-		return p.Process(ctx, get)
+		_ = p.Process(ctx, get)
+		// The key's TTL, for the refill's lifetime (Path.lifetime): the key
+		// is written and read, so it is worth a long one.
+		pttl = p.Do(ctx, "pttl", key)
+		return nil
 	})
 	if on != nil {
 		tc.redirect = 0
@@ -255,7 +260,7 @@ func (h *Path) refillWrite(ctx context.Context, s Backend, name, key string, cmd
 		}
 	}
 	bad := false // a failure other than a server's reply: the connection is in doubt
-	for _, c := range []redis.Cmder{cmd, mark, caching, get} {
+	for _, c := range []redis.Cmder{cmd, mark, caching, get, pttl} {
 		if err := c.Err(); err != nil && err != redis.Nil && !rediserr.Is(err) {
 			bad = true
 		}
@@ -290,8 +295,12 @@ func (h *Path) refillWrite(ctx context.Context, s Backend, name, key string, cmd
 	if !r.marked || hs.live.Load() != id {
 		return true
 	}
+	life := h.lifetime(pttl, sent, rep.err)
+	if life <= 0 {
+		return true // the key is gone, or its TTL is: nothing to keep
+	}
 	// absorbed + 1: the invalidations before the mark and our own bump.
-	if h.cache.FillAbsorbing(t, r.absorbed+1, rep, sizeOf(rep.val), h.opt.MaxStaleness) {
+	if h.cache.FillAbsorbing(t, r.absorbed+1, rep, sizeOf(rep.val), life) {
 		h.stats.refills.Add(1)
 		h.cache.Wait()
 	}

@@ -246,3 +246,47 @@ func TestTrackedLifetime(t *testing.T) {
 		t.Errorf("PTTL refused: %v; want MaxStaleness, 1s", got)
 	}
 }
+
+// TestRefillLivesItsKeysTTL: a write-through refill learns its key's TTL
+// in the write's round trip: after SET without a TTL its reply lives the
+// tracked lifetime (past MaxStaleness), after SET PX it lives no longer
+// than the TTL the write set.
+func TestRefillLivesItsKeysTTL(t *testing.T) {
+	advance := fakeCacheClock(t)
+	h, b, _ := newTestPathConfig(t, ttlConfig(time.Minute))
+	ctx := context.Background()
+	cacheKey(t, h, b, "w") // held: its writes are refills
+	id := b.HotState().id
+
+	refills := h.stats.refills.Load()
+	if err := do(t, h, b, redis.NewStatusCmd(ctx, "set", "w", "v1")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if h.stats.refills.Load() != refills+1 || !h.cache.Holds(id, "w", getSubKey) {
+		t.Fatal("SET of a cached key was not refilled")
+	}
+	advance(2 * time.Second)
+	if !h.cache.Holds(id, "w", getSubKey) {
+		t.Fatal("a refill of a key without TTL did not outlive MaxStaleness (1s)")
+	}
+	advance(time.Minute)
+	if h.cache.Holds(id, "w", getSubKey) {
+		t.Fatal("a refill outlived the tracked lifetime (1m)")
+	}
+
+	cacheKey(t, h, b, "w")
+	if err := do(t, h, b, redis.NewStatusCmd(ctx, "set", "w", "v2", "px", 5000)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if h.stats.refills.Load() != refills+2 || !h.cache.Holds(id, "w", getSubKey) {
+		t.Fatal("SET PX of a cached key was not refilled")
+	}
+	advance(2 * time.Second)
+	if !h.cache.Holds(id, "w", getSubKey) {
+		t.Fatal("a refill of a key with 5s of TTL was gone after 2s")
+	}
+	advance(3 * time.Second)
+	if h.cache.Holds(id, "w", getSubKey) {
+		t.Fatal("a refill outlived the TTL its write set (5s)")
+	}
+}
