@@ -279,7 +279,7 @@ func TestFleetPrepareHoldsMovingKeys(t *testing.T) {
 	f := newFleet(t, 2)
 	ctx := context.Background()
 	f.apply(t, ctx, f.doc(1))
-	c := f.client(t, f.reg, "p")
+	c := f.client(t, f.openSteady(t), "p")
 	moving, staying := keyMoving(t, f, 1)
 	for _, k := range []string{moving, staying} {
 		if err := c.Set(ctx, k, "v0", 0).Err(); err != nil {
@@ -689,7 +689,7 @@ func TestFleetPubSubInPrepare(t *testing.T) {
 	f := newFleet(t, 2)
 	ctx := context.Background()
 	f.apply(t, ctx, f.doc(1))
-	c := f.client(t, f.reg, "sub")
+	c := f.client(t, f.openSteady(t), "sub")
 	moving, _ := keyMoving(t, f, 1)
 	cur, _ := f.reg.Get(ctx)
 	prep := cur.Begin(f.doc(2), "pubsub", "test")

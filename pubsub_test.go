@@ -934,7 +934,7 @@ func TestPubSubPublishRightAfterSetShards(t *testing.T) {
 func TestFleetPubSubSubscribedBeforeAck(t *testing.T) {
 	f := newFleet(t, 2)
 	f.apply(t, ctx, f.doc(1))
-	c := f.client(t, f.reg, "sub")
+	c := f.client(t, f.openSteady(t), "sub")
 	moving, _ := keyMoving(t, f, 1)
 	ps := c.Subscribe(ctx, moving)
 	defer ps.Close()

@@ -18,7 +18,7 @@ func TestFleetApplyRefusals(t *testing.T) {
 	f := newFleet(t, 3)
 	ctx := context.Background()
 	f.apply(t, ctx, f.doc(1))
-	c := f.client(t, f.reg, "p")
+	c := f.client(t, f.openSteady(t), "p")
 	if err := c.SetShards(ctx, nil); !errors.Is(err, redshard.ErrFleetManaged) {
 		t.Errorf("SetShards: %v, want ErrFleetManaged", err)
 	}
