@@ -33,7 +33,7 @@ func (t *topology) planFanout(ctx context.Context, cmd redis.Cmder, info command
 		}}
 	case info.Name == "function|dump" && len(args) == 2:
 		return t.planFunctionDump(cmd)
-	case len(t.rings()) > 1 && (info.Name == "pubsub|channels" || info.Name == "pubsub|shardchannels"):
+	case t.changing() && (info.Name == "pubsub|channels" || info.Name == "pubsub|shardchannels"):
 		return route{direct: -1, finish: func() { t.channelsDuringChange(ctx, cmd, info.Name) }}
 	case t.changing() && info.Name == "keys" && len(args) == 2:
 		return route{direct: -1, finish: func() {
@@ -73,21 +73,19 @@ func (t *topology) planFanout(ctx context.Context, cmd redis.Cmder, info command
 }
 
 // channelsDuringChange answers PUBSUB CHANNELS (or SHARDCHANNELS) during a
-// membership change: the channels active on any server of any of the
-// change's rings, each once. A channel whose owner changed is subscribed
+// membership change: the channels active on any server of the change's
+// two rings, each once. A channel whose owner changed is subscribed
 // on its new owner only once the client's PubSubs have followed the change
 // (SetShards returns after that; a fleet process acknowledges the phase
 // after it), and until then on its previous owner, which the new ring may
 // not hold: asking the new ring's servers alone would leave it out.
 func (t *topology) channelsDuringChange(ctx context.Context, cmd redis.Cmder, name string) {
+	// The servers of the keyspace walk (keyspace.go), each once: a server
+	// in both rings is visited in the first half only.
 	var servers []*shard
-	seen := map[string]bool{}
-	for _, r := range t.rings() {
-		for _, s := range r.shards {
-			if !seen[s.Addr] {
-				seen[s.Addr] = true
-				servers = append(servers, s)
-			}
+	for i := range t.walkLen() {
+		if v := t.walkAt(i); v.role != visitNew || !v.other {
+			servers = append(servers, v.s)
 		}
 	}
 	cmds := make([]redis.Cmder, len(servers))
