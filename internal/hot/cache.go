@@ -286,7 +286,7 @@ func (h *Path) fetch(ctx context.Context, s Backend, hs *Shard, t localcache.Tic
 		} else if !tr.ok {
 			store = false
 		} else {
-			life = h.trackedLifetime(tr, cmd.Err())
+			life = h.lifetime(tr.pttl, tr.sent, cmd.Err())
 		}
 	case InvalidationStalenessOnly:
 		store = h.opt.Tracking != TrackingOn
@@ -376,7 +376,7 @@ func (h *Path) directMiss(ctx context.Context, s Backend, hs *Shard, t localcach
 		if h.det.IsHot(key) || h.cache.ReadAgain(key) {
 			// A key read again is worth a long lifetime, so its TTL is
 			// read (PTTL, one more command); a first read's reply lives
-			// MaxStaleness, which needs no TTL (trackedLifetime).
+			// MaxStaleness, which needs no TTL (lifetime).
 			r.ttlKey = key
 		}
 		r.complete = func(ctx context.Context, r *trackedReq) bool {
@@ -417,7 +417,7 @@ func (h *Path) directFill(ctx context.Context, s Backend, hs *Shard, t localcach
 		return false // an error: no value of the key goes back to the caller
 	}
 	if store && hs.live.Load() == id {
-		if life := h.trackedLifetime(r, r.rep.err); life > 0 {
+		if life := h.lifetime(r.pttl, r.sent, r.rep.err); life > 0 {
 			return h.cache.Fill(t, r.rep, sizeOf(r.rep.val), life)
 		}
 	}
@@ -425,8 +425,9 @@ func (h *Path) directFill(ctx context.Context, s Backend, hs *Shard, t localcach
 	return false
 }
 
-// trackedLifetime is how long the reply of r, a tracked read that the
-// server accepted, may stay cached (0 or less: it must not be): the
+// lifetime is how long the reply of a tracked read that the server
+// accepted, followed by pttl (nil: none was sent) in a pipeline handed to
+// its connection at sent, may stay cached (0 or less: it must not be): the
 // tracked lifetime (Config.TrackedLifetime), bounded by what remained of
 // its key's TTL when PTTL read it, in the same batch right after the read.
 //
@@ -442,7 +443,7 @@ func (h *Path) directFill(ctx context.Context, s Backend, hs *Shard, t localcach
 //
 // PTTL replies in milliseconds, measured by the server after the batch
 // was sent and truncated to the millisecond: the TTL is counted from
-// r.sent, less one millisecond, so the entry never outlives the key.
+// sent, less one millisecond, so the entry never outlives the key.
 // PTTL -1 (no TTL) leaves the tracked lifetime. PTTL -2 (the key is gone)
 // caches nothing, unless the read itself found no key (errNil is
 // redis.Nil): then the absence is cached for the tracked lifetime, as
@@ -450,12 +451,6 @@ func (h *Path) directFill(ctx context.Context, s Backend, hs *Shard, t localcach
 // read of a key that is not hot: directMiss asks the TTL of keys read
 // again only) and a PTTL the server refused (an ACL without it, say)
 // leave MaxStaleness, the bound of a reply whose key's TTL is not known.
-func (h *Path) trackedLifetime(r *trackedReq, errNil error) time.Duration {
-	return h.lifetime(r.pttl, r.sent, errNil)
-}
-
-// lifetime is trackedLifetime for a tracked read followed by pttl (nil:
-// none was sent) in a pipeline handed to its connection at sent.
 func (h *Path) lifetime(pttl *redis.Cmd, sent time.Time, errNil error) time.Duration {
 	long := h.opt.TrackedLifetime
 	if pttl == nil {

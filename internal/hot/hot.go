@@ -44,7 +44,7 @@ type Config struct {
 	Mitigation   Mitigation
 	MaxStaleness time.Duration
 	// TrackedLifetime is the most a reply filled by a tracked read lives,
-	// bounded further by its key's remaining TTL (see trackedLifetime):
+	// bounded further by its key's remaining TTL (see Path.lifetime):
 	// the root's DefaultTrackedLifetime when MaxStaleness was left zero,
 	// MaxStaleness when it was set. Zero means MaxStaleness.
 	TrackedLifetime time.Duration

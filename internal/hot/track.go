@@ -363,7 +363,7 @@ func (r *trackedReq) delivered() bool { return !r.failed && !r.closed }
 // Each read is two commands on the wire, CLIENT CACHING YES and the read,
 // and a third, PTTL of its key, when r.ttlKey is set (a key read again or
 // hot: its cached reply's lifetime is then bounded by the key's TTL rather
-// than by MaxStaleness, see Path.trackedLifetime), on a connection whose
+// than by MaxStaleness, see Path.lifetime), on a connection whose
 // tracking already points to r.id; on one that does not (new, or made
 // before the invalidation connection was replaced) CLIENT TRACKING ON
 // REDIRECT <id> OPTIN goes first. The reads queued at one moment share

@@ -139,8 +139,8 @@ func TestTrackedFillNotServedPastKeyTTL(t *testing.T) {
 	if err := admin.Do(ctx, "debug", "set-active-expire", "0").Err(); err != nil {
 		t.Fatal(err)
 	}
-	cacheKey(t, h, b, "probe") // starts tracking (a missing key's reply)
-	const ttl = 300 * time.Millisecond
+	cacheKey(t, h, b, "probe")  // starts tracking (a missing key's reply)
+	const ttl = 2 * time.Second // long enough to be cached first on a loaded machine (else the test skips)
 	if err := admin.Set(ctx, "short", "v", ttl).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestTrackedFillNotServedPastKeyTTL(t *testing.T) {
 }
 
 // TestTrackedKeyTTLChangesInvalidate checks, on the server the tests run,
-// the claim the lifetime's argument rests on (trackedLifetime): changing
+// the claim the lifetime's argument rests on (Path.lifetime): changing
 // only a tracked key's TTL (EXPIRE, PEXPIRE, PERSIST) invalidates it, so
 // that a TTL read after the read cannot be made wrong by a later change.
 func TestTrackedKeyTTLChangesInvalidate(t *testing.T) {
@@ -224,25 +224,26 @@ func TestTrackedLifetime(t *testing.T) {
 		c.SetErr(err)
 		return &trackedReq{pttl: c, sent: time.Now()}
 	}
-	if got := h.trackedLifetime(pttl(-1, nil), nil); got != time.Minute {
+	trackedLifetime := func(r *trackedReq, errNil error) time.Duration { return h.lifetime(r.pttl, r.sent, errNil) }
+	if got := trackedLifetime(pttl(-1, nil), nil); got != time.Minute {
 		t.Errorf("no TTL: %v; want the tracked lifetime, 1m", got)
 	}
-	if got := h.trackedLifetime(pttl(-2, nil), nil); got > 0 {
+	if got := trackedLifetime(pttl(-2, nil), nil); got > 0 {
 		t.Errorf("PTTL -2 after a read that found the key: %v; want nothing cached", got)
 	}
-	if got := h.trackedLifetime(pttl(-2, nil), redis.Nil); got != time.Minute {
+	if got := trackedLifetime(pttl(-2, nil), redis.Nil); got != time.Minute {
 		t.Errorf("PTTL -2 after a read that found no key: %v; want the tracked lifetime, 1m", got)
 	}
-	if got := h.trackedLifetime(pttl(3_600_000, nil), nil); got != time.Minute {
+	if got := trackedLifetime(pttl(3_600_000, nil), nil); got != time.Minute {
 		t.Errorf("1h of TTL: %v; want the tracked lifetime, 1m", got)
 	}
-	if got := h.trackedLifetime(pttl(30_000, nil), nil); got > 30*time.Second-time.Millisecond || got <= 0 {
+	if got := trackedLifetime(pttl(30_000, nil), nil); got > 30*time.Second-time.Millisecond || got <= 0 {
 		t.Errorf("30s of TTL: %v; want at most 30s less a millisecond (counted from the batch's send)", got)
 	}
-	if got := h.trackedLifetime(pttl(1, nil), nil); got > 0 {
+	if got := trackedLifetime(pttl(1, nil), nil); got > 0 {
 		t.Errorf("1ms of TTL: %v; want nothing cached (PTTL truncates)", got)
 	}
-	if got := h.trackedLifetime(pttl(0, errors.New("NOPERM")), nil); got != time.Second {
+	if got := trackedLifetime(pttl(0, errors.New("NOPERM")), nil); got != time.Second {
 		t.Errorf("PTTL refused: %v; want MaxStaleness, 1s", got)
 	}
 }
@@ -258,13 +259,18 @@ func TestRefillLivesItsKeysTTL(t *testing.T) {
 	cacheKey(t, h, b, "w") // held: its writes are refills
 	id := b.HotState().id
 
-	refills := h.stats.refills.Load()
-	if err := do(t, h, b, redis.NewStatusCmd(ctx, "set", "w", "v1")).Err(); err != nil {
-		t.Fatal(err)
+	// write sends a write of the cached key w, which must be refilled.
+	write := func(args ...any) {
+		t.Helper()
+		refills := h.stats.refills.Load()
+		if err := do(t, h, b, redis.NewStatusCmd(ctx, args...)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if h.stats.refills.Load() != refills+1 || !h.cache.Holds(id, "w", getSubKey) {
+			t.Fatalf("%v of a cached key was not refilled", args)
+		}
 	}
-	if h.stats.refills.Load() != refills+1 || !h.cache.Holds(id, "w", getSubKey) {
-		t.Fatal("SET of a cached key was not refilled")
-	}
+	write("set", "w", "v1")
 	advance(2 * time.Second)
 	if !h.cache.Holds(id, "w", getSubKey) {
 		t.Fatal("a refill of a key without TTL did not outlive MaxStaleness (1s)")
@@ -275,12 +281,7 @@ func TestRefillLivesItsKeysTTL(t *testing.T) {
 	}
 
 	cacheKey(t, h, b, "w")
-	if err := do(t, h, b, redis.NewStatusCmd(ctx, "set", "w", "v2", "px", 5000)).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if h.stats.refills.Load() != refills+2 || !h.cache.Holds(id, "w", getSubKey) {
-		t.Fatal("SET PX of a cached key was not refilled")
-	}
+	write("set", "w", "v2", "px", 5000)
 	advance(2 * time.Second)
 	if !h.cache.Holds(id, "w", getSubKey) {
 		t.Fatal("a refill of a key with 5s of TTL was gone after 2s")
