@@ -201,10 +201,11 @@ func (c *Cache) Set(shard int, key, cmd string, val any, size int64, ttl time.Du
 // is full, or if the cache is closed.
 //
 // It returns true when ristretto accepted the entry into its set buffer.
-// Ristretto applies it asynchronously: a reply replacing a cached one for
-// the same (shard, key, cmd) is visible at once, a new one only once
-// ristretto's goroutine applies it (Wait waits for that), and its admission
-// policy may still refuse it then, or evict it any time later. So true
+// Ristretto applies it asynchronously: a small reply (VisibleAtOnce) and a
+// reply replacing a cached one for the same (shard, key, cmd) are visible
+// at once, a larger new one only once ristretto's goroutine applies it
+// (Wait waits for that), and its admission policy may still refuse it
+// then, or evict it any time later. So true
 // means "probably cached soon", never "cached". Whatever the timing, an
 // invalidation that happens after the ticket was taken hides the entry
 // from every later Get, even if ristretto applies it after the
@@ -359,17 +360,41 @@ func (c *Cache) store(t Ticket, h uint64, cmd string, val any, cost int64, ttl t
 		st.dropped.Add(1)
 		return false
 	}
+	// A small entry goes to the front index first, so that Get finds it
+	// as soon as this returns, before ristretto's goroutine applies it (a
+	// caller that fills after a miss needs no Wait: VisibleAtOnce); a
+	// rejection or eviction by ristretto, which can only follow the Set,
+	// clears the slot again. A large one only empties the slot of an
+	// older reply of its triple, which ristretto replaces at once.
+	small := cost <= c.maxBytes/frontShare
+	if small {
+		c.front.promote(h, e)
+	}
 	ok := c.rc.SetWithTTL(h, e, cost, ttl)
 	c.guard.leave(g)
 	if !ok {
+		c.front.forget(h, e)
 		st.dropped.Add(1)
 		return false
 	}
-	// ristretto replaces an entry of the same triple at once: so does the
-	// front index.
-	c.front.replace(h, e, cost <= c.maxBytes/frontShare)
+	if !small {
+		c.front.replace(h, e, false)
+	}
 	st.sets.Add(1)
 	return true
+}
+
+// VisibleAtOnce reports whether a reply of size bytes, of cmd on key,
+// that SetWithTicket or Fill accepted is seen by Get as soon as the call
+// returns: a small entry is (unless a later store of another reply
+// sharing its front slot displaced it first, when Get finds it once
+// ristretto applied it); a larger one only once ristretto's goroutine has
+// applied it, which Wait waits for.
+func (c *Cache) VisibleAtOnce(key, cmd string, size int64) bool {
+	if c == nil {
+		return false
+	}
+	return size+int64(len(key))+int64(len(cmd))+EntryOverhead <= c.maxBytes/frontShare
 }
 
 // InvalidateKey makes every cached reply of key unreachable, for all
@@ -431,8 +456,9 @@ func (c *Cache) Stats() Stats {
 }
 
 // Wait blocks until every Set accepted before the call has been applied (or
-// refused by the admission policy). It is meant for tests; a client never
-// needs it.
+// refused by the admission policy). A client needs it only to make a large
+// entry visible (see VisibleAtOnce); it costs a round trip through
+// ristretto's goroutine.
 func (c *Cache) Wait() {
 	if c == nil {
 		return

@@ -85,8 +85,9 @@
 //     Config.Now when set). There is no "forever": ttl must be positive.
 //   - Set and SetWithTicket returning false means nothing was cached.
 //     Returning true means ristretto accepted the entry into its buffer:
-//     it may become visible only later (Wait, for tests, waits for it), be
-//     refused by ristretto's admission policy, or be evicted at any time.
+//     a small one is visible at once (VisibleAtOnce), a larger one may
+//     become visible only later (Wait waits for it); either may be refused
+//     by ristretto's admission policy, or be evicted at any time.
 //     A miss means nothing; the caller reads from the shard.
 //   - The sum of size + len(key) + len(cmd) + EntryOverhead over the
 //     entries held stays within Config.MaxBytes, with one exception that
@@ -113,11 +114,16 @@
 // A hot key's replies are read by every goroutine at once; in ristretto
 // each Get takes a read lock of the key's map stripe and records the access
 // in a striped buffer, so those Gets contend on a few cache lines. Get
-// therefore first looks in a small direct-mapped index (1024 slots) of
-// entries it found in ristretto, which it reads with one atomic load and no
-// lock. An entry there is returned only after the same checks as one from
-// ristretto (identity, generations, expiry) and never after Close, so the
-// index changes nothing of what Get returns. Evictions and rejections clear
-// its slot; an entry it may hold is at most MaxBytes/4096 in cost, so what
-// it keeps alive past a racing eviction stays under a quarter of MaxBytes.
+// therefore first looks in a small direct-mapped index (4096 slots) of
+// entries it found in ristretto or that were just stored, which it reads
+// with one atomic load and no lock. An entry there is returned only after
+// the same checks as one from ristretto (identity, generations, expiry) and
+// never after Close, so the index changes nothing of what Get returns.
+// A store places a small entry there before it hands it to ristretto, so
+// that a reply just filled is found at once, without waiting for
+// ristretto's goroutine to apply it (a round trip through that goroutine
+// per fill, which Wait is). Evictions and rejections, which can only
+// follow that, clear its slot; an entry it may hold is at most
+// MaxBytes/16384 in cost, so what it keeps alive past a racing eviction
+// stays under a quarter of MaxBytes.
 package localcache

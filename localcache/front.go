@@ -4,8 +4,8 @@ import "sync/atomic"
 
 const (
 	// frontSlots is the number of slots of the front index (a power of
-	// two): 8 KiB of pointers.
-	frontSlots = 1024
+	// two): 32 KiB of pointers.
+	frontSlots = 4096
 	// frontShare bounds the cost of an entry the front index may hold to
 	// MaxBytes/frontShare, so that the entries it keeps reachable after
 	// ristretto dropped them (see front) stay within a quarter of MaxBytes.
@@ -13,7 +13,7 @@ const (
 )
 
 // front is a direct-mapped index, by ristretto key, of entries that a Get
-// found in ristretto. A Get looks here first: a hit takes no lock, writes
+// found in ristretto, or that a store just handed to it. A Get looks here first: a hit takes no lock, writes
 // no shared memory and leaves ristretto alone, so that the replies of a
 // hot key, read by every goroutine at once, do not contend on one of
 // ristretto's map stripes and its access buffers.
@@ -31,9 +31,9 @@ type front struct {
 
 func (f *front) slot(h uint64) *atomic.Pointer[entry] { return &f.slots[h&(frontSlots-1)] }
 
-// promote puts e, just found in ristretto, in its slot, unless the slot
-// holds a later entry of the same triple (one that replaced e): the index
-// never goes back to an older reply.
+// promote puts e, just found in ristretto or about to be handed to it, in
+// its slot, unless the slot holds a later entry of the same triple (one
+// that replaced e): the index never goes back to an older reply.
 func (f *front) promote(h uint64, e *entry) {
 	sl := f.slot(h)
 	for {

@@ -80,3 +80,31 @@ func TestFrontIndex(t *testing.T) {
 		}
 	})
 }
+
+// TestSmallFillVisibleAtOnce: a small entry a Fill accepted is found by the
+// next Get without Wait (the front index holds it before ristretto's
+// goroutine applies it), which is what lets a miss's filler return without
+// a round trip through that goroutine; a large one is not promised.
+func TestSmallFillVisibleAtOnce(t *testing.T) {
+	c, err := localcache.New(nil) // 64 MiB: entries up to 4 KiB are small
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := range 200 {
+		key := string(rune('a'+i%26)) + string(rune('0'+i/26))
+		if !c.VisibleAtOnce(key, "get", 10) {
+			t.Fatalf("a 10-byte reply of %s is not visible at once", key)
+		}
+		tk := c.FillTicket(1, key, "get")
+		if !c.Fill(tk, "v", 10, time.Minute) {
+			t.Fatalf("Fill of %s refused", key)
+		}
+		if v, ok := c.Get(1, key, "get"); !ok || v != "v" {
+			t.Fatalf("Get(%s) right after its Fill = %v, %v; want v", key, v, ok)
+		}
+	}
+	if c.VisibleAtOnce("k", "get", 1<<16) {
+		t.Fatal("a 64 KiB reply is said to be visible at once")
+	}
+}

@@ -304,7 +304,8 @@ func (h *Path) fetch(ctx context.Context, s Backend, hs *Shard, t localcache.Tic
 	// With tracking, keep the reply only if the connection that receives
 	// its invalidation is still the one the read was tracked against.
 	if store && life > 0 && (id == 0 || hs.live.Load() == id) {
-		if h.cache.Fill(t, r, sizeOf(r.val), life) {
+		size := sizeOf(r.val)
+		if h.cache.Fill(t, r, size, life) && !h.cache.VisibleAtOnce(key, sub, size) {
 			// Make the entry visible before the flight ends, so a caller
 			// that misses from now on finds it rather than reading again.
 			h.cache.Wait()
@@ -380,7 +381,7 @@ func (h *Path) directMiss(ctx context.Context, s Backend, hs *Shard, t localcach
 			r.ttlKey = key
 		}
 		r.complete = func(ctx context.Context, r *trackedReq) bool {
-			return h.directFill(ctx, s, hs, t, id, key, r)
+			return h.directFill(ctx, s, hs, t, id, key, sub, r)
 		}
 		hs.enqueue(r)
 	}
@@ -398,10 +399,10 @@ func (h *Path) directMiss(ctx context.Context, s Backend, hs *Shard, t localcach
 
 // directFill is what fetch does after a tracked read, for a direct miss
 // r, in its batch's sender: it sets r.rep and reports whether it filled
-// the cache (the sender then waits once, for the whole batch, until the
-// cache shows the entries). A read whose batch failed is sent again
+// the cache with an entry Get does not see at once (the sender then waits
+// once, for the whole batch, until the cache shows the entries). A read whose batch failed is sent again
 // untracked and stores nothing.
-func (h *Path) directFill(ctx context.Context, s Backend, hs *Shard, t localcache.Ticket, id int64, key string, r *trackedReq) bool {
+func (h *Path) directFill(ctx context.Context, s Backend, hs *Shard, t localcache.Ticket, id int64, key, sub string, r *trackedReq) bool {
 	if r.closed {
 		r.rep = &reply{err: redis.ErrClosed}
 		return false
@@ -418,7 +419,8 @@ func (h *Path) directFill(ctx context.Context, s Backend, hs *Shard, t localcach
 	}
 	if store && hs.live.Load() == id {
 		if life := h.lifetime(r.pttl, r.sent, r.rep.err); life > 0 {
-			return h.cache.Fill(t, r.rep, sizeOf(r.rep.val), life)
+			size := sizeOf(r.rep.val)
+			return h.cache.Fill(t, r.rep, size, life) && !h.cache.VisibleAtOnce(key, sub, size)
 		}
 	}
 	h.cache.Supersede(key)
