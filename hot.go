@@ -3,6 +3,7 @@ package redshard
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 
@@ -109,6 +110,7 @@ func (b *hotBackend) Send(ctx context.Context, cmd redis.Cmder, blocking bool) e
 
 func (b *hotBackend) HeartbeatClient() *redis.Client { return (*backend)(b).heartbeatClient() }
 func (b *hotBackend) AutoPipelined() bool            { return b.ap != nil }
+func (b *hotBackend) PeekClock() *atomic.Uint32      { return b.peekClock }
 
 // Dial makes the tracked reads' client (connReader) or the invalidation
 // subscriber's (connTracking) of the shard.

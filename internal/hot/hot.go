@@ -120,6 +120,12 @@ type Backend interface {
 	// AutoPipelined reports whether Send sends the shard's commands
 	// through an AutoPipeliner (Options.AutoPipeline).
 	AutoPipelined() bool
+	// PeekClock is the clock that gates go-redis's checks of the shard's
+	// command connections (netconn's gate: a connection that answered
+	// within the current tick is not peeked at again), or nil when every
+	// check must run (no heartbeats, or a client that does not retry).
+	// The tracked reads' connections use it too.
+	PeekClock() *atomic.Uint32
 }
 
 const (

@@ -12,20 +12,21 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redshard/redshard/internal/rediserr"
 	"github.com/redshard/redshard/localcache"
 )
 
 // A write-through refill (issue 27 item 3) is how a write through the
 // client of a key whose GET reply is cached keeps that reply cached: the
 // write goes on one of the shard's reader connections, in one round trip
-// with a tracked re-read of the key,
+// with a tracked re-read of the key (in the shard's next batch of tracked
+// reads, whose other reads come before or after these, never between),
 //
 //	[CLIENT TRACKING ON REDIRECT <live> OPTIN]  (only on a connection not yet pointed there)
 //	<the write>
 //	PUBLISH <the shard's mark channel> <token>
 //	CLIENT CACHING YES
 //	GET <key>
+//	PTTL <key>
 //
 // and the re-read's reply replaces the cached one before the write returns,
 // so that the key's readers keep hitting. What makes that safe is the mark:
@@ -235,37 +236,19 @@ func (h *Path) refillWrite(ctx context.Context, s Backend, name, key string, cmd
 	}
 	r, token, t := hs.refills.start(h.cache, hs.id, key, getSubKey)
 	defer hs.refills.finish(token, r)
-	tc := hs.takeConn()
 	get := redis.NewStringCmd(ctx, "get", key)
-	var on, caching, pttl *redis.Cmd
-	var mark *redis.IntCmd
-	sent := time.Now()
-	_, _ = tc.cn.Pipelined(ctx, func(p redis.Pipeliner) error {
-		if tc.redirect != id {
-			on = p.Do(ctx, "client", "tracking", "on", "redirect", id, "optin")
-		}
-		_ = p.Process(ctx, cmd)
-		mark = p.Publish(ctx, hs.markChannel(), token)
-		caching = p.Do(ctx, "client", "caching", "yes") // right before the read
-		_ = p.Process(ctx, get)
-		// The key's TTL, for the refill's lifetime (Path.lifetime): the key
-		// is written and read, so it is worth a long one.
-		pttl = p.Do(ctx, "pttl", key)
-		return nil
-	})
-	if on != nil {
-		tc.redirect = 0
-		if on.Err() == nil {
-			tc.redirect = id
-		}
+	// The key's TTL is read too (PTTL after the GET), for the refill's
+	// lifetime (Path.lifetime): the key is written and read, so it is
+	// worth a long one. The refill goes out in the shard's next batch of
+	// tracked reads, sharing its round trip with the misses queued with
+	// it. The caller waits for the batch whatever its context, as it
+	// would for its own round trip: the sender writes cmd's reply.
+	req := &trackedReq{ctx: ctx, id: id, cmd: get, ttlKey: key, write: cmd, token: token, done: make(chan struct{})}
+	hs.enqueue(req)
+	<-req.done
+	if req.closed {
+		return false // never sent (the shard is closing): the caller sends the write
 	}
-	bad := false // a failure other than a server's reply: the connection is in doubt
-	for _, c := range []redis.Cmder{cmd, mark, caching, get, pttl} {
-		if err := c.Err(); err != nil && err != redis.Nil && !rediserr.Is(err) {
-			bad = true
-		}
-	}
-	hs.putConn(tc, bad)
 	if err := cmd.Err(); err != nil && lostConn(err) && ctx.Err() == nil && s.Client().Options().MaxRetries > 0 {
 		// The connection failed under the write: send it again on the
 		// shard's client, as go-redis does with a command whose
@@ -280,7 +263,7 @@ func (h *Path) refillWrite(ctx context.Context, s Backend, name, key string, cmd
 	// returns (read-your-writes), whatever comes of the refill.
 	h.cache.InvalidateKey(key)
 	rep := replyOf(get)
-	if bad || (on != nil && on.Err() != nil) || caching.Err() != nil || mark.Val() < 1 || !rep.cacheable() {
+	if req.failed || !req.ok || req.mark.Val() < 1 || !rep.cacheable() {
 		return true
 	}
 	timer := time.NewTimer(refillWait)
@@ -295,14 +278,17 @@ func (h *Path) refillWrite(ctx context.Context, s Backend, name, key string, cmd
 	if !r.marked || hs.live.Load() != id {
 		return true
 	}
-	life := h.lifetime(pttl, sent, rep.err)
+	life := h.lifetime(req.pttl, req.sent, rep.err)
 	if life <= 0 {
 		return true // the key is gone, or its TTL is: nothing to keep
 	}
 	// absorbed + 1: the invalidations before the mark and our own bump.
-	if h.cache.FillAbsorbing(t, r.absorbed+1, rep, sizeOf(rep.val), life) {
+	size := sizeOf(rep.val)
+	if h.cache.FillAbsorbing(t, r.absorbed+1, rep, size, life) {
 		h.stats.refills.Add(1)
-		h.cache.Wait()
+		if !h.cache.VisibleAtOnce(key, getSubKey, size) {
+			h.cache.Wait()
+		}
 	}
 	return true
 }

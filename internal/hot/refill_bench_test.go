@@ -31,6 +31,7 @@ func (b *stubBackend) Down() bool                     { return false }
 func (b *stubBackend) HotState() *Shard               { return b.hs }
 func (b *stubBackend) HeartbeatClient() *redis.Client { return nil }
 func (b *stubBackend) AutoPipelined() bool            { return false }
+func (b *stubBackend) PeekClock() *atomic.Uint32      { return nil }
 func (b *stubBackend) Dial(bool, func(context.Context, *redis.Conn) error) *redis.Client {
 	panic("stubBackend dials nothing")
 }

@@ -45,6 +45,7 @@ func (b *testBackend) Send(ctx context.Context, cmd redis.Cmder, _ bool) error {
 func (b *testBackend) Down() bool                     { return false }
 func (b *testBackend) HeartbeatClient() *redis.Client { return b.heartbeat }
 func (b *testBackend) AutoPipelined() bool            { return false }
+func (b *testBackend) PeekClock() *atomic.Uint32      { return nil }
 func (b *testBackend) HotState() *Shard {
 	b.once.Do(func() { b.hs = b.h.NewShard(b, false) })
 	return b.hs

@@ -202,7 +202,13 @@ func (hs *Shard) newClient(subscriber bool) *redis.Client {
 		hs.idsMu.Unlock()
 		return nil
 	})
-	cl.AddHook(netconn.CloseHook{OnClose: hs.readerClosed})
+	// The connections' checks are gated by the command client's clock:
+	// a held connection is peeked at before each batch otherwise (RESP3),
+	// a system call per round trip. One the server closed unseen fails
+	// its batch, whose reads are then sent again untracked (fetch,
+	// directFill) and whose write is sent again on the command client
+	// (refillWrite), and the failure makes every gate check again.
+	cl.AddHook(netconn.CloseHook{OnClose: hs.readerClosed, Clock: hs.b.PeekClock()})
 	return cl
 }
 
@@ -292,8 +298,14 @@ func (hs *Shard) AddHook(newHook func() redis.Hook) {
 
 // maxTrackedBatches bounds the batches of tracked reads a shard has in
 // flight at once, each on a reader connection of its own: it is the number
-// of the shard's sender goroutines (sendLoop). Misses that arrive while
-// all of them are in flight queue, and go out together as the next batch.
+// of the shard's sender goroutines (sendLoop). Reads alone go one batch at
+// a time: the misses that arrive during a round trip wait for it and then
+// share the next one, so a busier shard gets larger batches rather than
+// more of them. A write-through refill does not wait: it may open the
+// second batch at once, taking the reads queued so far with it, because
+// the readers of its key wait for it (awaitRefill). Measured under Zipf
+// 1.2 and on the celebrity workload in docs/results.md, "Refills in the
+// tracked batches".
 const maxTrackedBatches = 2
 
 // trackedReq is one miss's tracked read in a shard's batcher: the read,
@@ -315,6 +327,13 @@ type trackedReq struct {
 	pttl   *redis.Cmd
 	sent   time.Time
 
+	// write, if not nil, makes r a write-through refill (refillWrite):
+	// the write and PUBLISH <the shard's mark channel> <token> (mark holds
+	// its reply) go right before r's CACHING YES and read.
+	write redis.Cmder
+	token uint64
+	mark  *redis.IntCmd
+
 	ok     bool // the server accepted the tracking
 	failed bool // the batch failed other than by a server's reply: nothing is known of the read
 	closed bool // never sent: the shard or the client closed first (cmd holds redis.ErrClosed)
@@ -332,10 +351,12 @@ type trackedReq struct {
 // batcher queues a shard's tracked reads for its senders (see
 // trackedRead). Its fields are guarded by mu.
 type batcher struct {
-	mu     sync.Mutex
-	queue  []*trackedReq
-	closed bool          // the senders are gone: nothing is queued any more
-	signal chan struct{} // one slot: something was queued
+	mu       sync.Mutex
+	queue    []*trackedReq
+	writes   int           // the refills in queue
+	inflight int           // batches sent and not yet finished
+	closed   bool          // the senders are gone: nothing is queued any more
+	signal   chan struct{} // one slot: something was queued
 }
 
 // trackedRead sends cmd, a read of key, on the reader as a tracked read
@@ -367,11 +388,13 @@ func (r *trackedReq) delivered() bool { return !r.failed && !r.closed }
 // tracking already points to r.id; on one that does not (new, or made
 // before the invalidation connection was replaced) CLIENT TRACKING ON
 // REDIRECT <id> OPTIN goes first. The reads queued at one moment share
-// one round trip: each of the shard's maxTrackedBatches
-// senders, when free, takes everything queued and sends it as one
-// pipeline on one reader connection; what is queued meanwhile goes as the
-// next batch. Pairs do not interleave: each CACHING YES comes right before
+// one round trip: a sender of the shard takes everything queued and sends
+// it as one pipeline on one reader connection; what is queued meanwhile
+// goes as the next batch, once that one is back, or at once with a refill
+// (see maxTrackedBatches). Pairs do not interleave: each CACHING YES comes right before
 // its own read, and the PTTL comes right after it, so it is not tracked.
+// A write-through refill (refillWrite) is queued the same way, its write
+// and mark right before its pair.
 func (hs *Shard) enqueue(r *trackedReq) {
 	b := &hs.batch
 	b.mu.Lock()
@@ -381,6 +404,9 @@ func (hs *Shard) enqueue(r *trackedReq) {
 		return
 	}
 	b.queue = append(b.queue, r)
+	if r.write != nil {
+		b.writes++
+	}
 	b.mu.Unlock()
 	select {
 	case b.signal <- struct{}{}:
@@ -409,12 +435,16 @@ func (hs *Shard) sendLoop(ctx context.Context) {
 		}
 		for ctx.Err() == nil {
 			b.mu.Lock()
-			batch := b.queue
-			b.queue = nil
-			b.mu.Unlock()
-			if len(batch) == 0 {
+			// Reads wait for the batch in flight (the sender that ends it
+			// looks at the queue again); a refill does not.
+			if len(b.queue) == 0 || b.inflight > 0 && b.writes == 0 {
+				b.mu.Unlock()
 				break
 			}
+			batch := b.queue
+			b.queue, b.writes = nil, 0
+			b.inflight++
+			b.mu.Unlock()
 			// The batch is detached from its callers' contexts, as a flight
 			// is: bounded by hotFetchTimeout, ended by Close.
 			bctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), hotFetchTimeout)
@@ -423,6 +453,9 @@ func (hs *Shard) sendLoop(ctx context.Context) {
 			hs.finish(bctx, batch, false)
 			stop()
 			cancel()
+			b.mu.Lock()
+			b.inflight--
+			b.mu.Unlock()
 		}
 	}
 }
@@ -467,6 +500,10 @@ func (hs *Shard) sendBatch(ctx context.Context, batch []*trackedReq) {
 				redirect = r.id
 			}
 			r.on = on
+			if r.write != nil {
+				_ = p.Process(ctx, r.write)
+				r.mark = p.Publish(ctx, hs.markChannel(), r.token)
+			}
 			// CACHING YES must come right before the read.
 			r.caching = p.Do(ctx, "client", "caching", "yes")
 			_ = p.Process(ctx, r.cmd)
@@ -490,9 +527,12 @@ func (hs *Shard) sendBatch(ctx context.Context, batch []*trackedReq) {
 			}
 		}
 		r.ok = (r.on == nil || r.on.Err() == nil) && r.caching.Err() == nil
-		errs := []error{r.caching.Err(), r.cmd.Err(), nil}
+		errs := []error{r.caching.Err(), r.cmd.Err(), nil, nil, nil}
 		if r.pttl != nil {
 			errs[2] = r.pttl.Err()
+		}
+		if r.write != nil {
+			errs[3], errs[4] = r.write.Err(), r.mark.Err()
 		}
 		for _, err := range errs {
 			if err != nil && err != redis.Nil && !rediserr.Is(err) {

@@ -14,12 +14,14 @@ var ErrSevered = errors.New("redshard: connection severed: the shard was marked 
 
 // Watch returns c wrapped so that onClose runs once, when it is closed.
 // A connection with a file descriptor keeps go-redis's health check of
-// pooled connections, unconditionally (no clock).
-func Watch(c net.Conn, onClose func()) net.Conn {
+// pooled connections (and its peek for RESP3 push messages before each
+// command of a held connection), through a gate on clock (nil: every
+// check runs, as in go-redis).
+func Watch(c net.Conn, onClose func(), clock *atomic.Uint32) net.Conn {
 	nc := &notifyConn{Conn: c, onClose: onClose}
 	if sc, ok := c.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
-			return newSysConn(nc, raw, nil, nil)
+			return newSysConn(nc, raw, clock, new(atomic.Int32))
 		}
 	}
 	return nc

@@ -3,13 +3,20 @@ package netconn
 import (
 	"context"
 	"net"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // CloseHook is a go-redis hook that reports, through OnClose, the close
 // of every connection its client dials (see Watch).
-type CloseHook struct{ OnClose func() }
+type CloseHook struct {
+	OnClose func()
+	// Clock, if not nil, gates go-redis's checks of the connections as
+	// Set.Track's clock does: a connection that answered within the
+	// current tick is not checked.
+	Clock *atomic.Uint32
+}
 
 // DialHook wraps each dialed connection with Watch.
 func (h CloseHook) DialHook(next redis.DialHook) redis.DialHook {
@@ -18,7 +25,7 @@ func (h CloseHook) DialHook(next redis.DialHook) redis.DialHook {
 		if err != nil {
 			return nil, err
 		}
-		return Watch(c, h.OnClose), nil
+		return Watch(c, h.OnClose, h.Clock), nil
 	}
 }
 
