@@ -14,6 +14,10 @@ func SetRetireGrace(d time.Duration) (restore func()) {
 	return func() { retireGrace = old }
 }
 
+// SetSwitchHook makes SetShards call f right after it switched the ring,
+// before it returns; nil removes it.
+func SetSwitchHook(f func()) { switchHook = f }
+
 // Retiring returns how many groups of removed shards' backends wait to be
 // closed.
 func (c *client) Retiring() int {

@@ -165,10 +165,11 @@ func changeID(old, next *topology) string {
 // fails for any reason. Every client of a fleet should be given the same
 // list before Rebalance runs.
 //
-// SetShards returns once the client's PubSubs are subscribed on the new
-// owners of their channels (a shard that is down, or has not confirmed
-// within 2s, is reported on their Receive instead): a message published
-// on the new ring after it returns reaches them.
+// The client's PubSubs are subscribed on the new owners of their channels
+// (keeping the old owners', where clients not switched yet publish)
+// before the ring switches, so a message this client publishes at any
+// point reaches them; a shard that is down, or has not confirmed within
+// 2s, is reported on their Receive instead.
 func (c *client) SetShards(ctx context.Context, shards []Shard) error {
 	if err := c.setShards(ctx, shards); err != nil {
 		return err
@@ -216,9 +217,21 @@ func (c *client) setShards(ctx context.Context, shards []Shard) error {
 		}
 	}
 	top.handoff = newHandoff(old, changeID(old, top))
-	c.top.Store(top.seal())
+	top.seal()
+	// The PubSubs subscribe on the new ring's owners (keeping the old
+	// ones', where the change's other processes still publish) before
+	// any PUBLISH is routed by it.
+	c.pubsub.FollowRing(ctx, pubsubRing{top})
+	c.top.Store(top)
+	if switchHook != nil {
+		switchHook()
+	}
 	return nil
 }
+
+// switchHook, when set (tests), runs in SetShards right after the ring
+// switched, before SetShards returns.
+var switchHook func()
 
 // newHandoff returns the handoff of a change named change (changeID, or a
 // fleet config's Change) away from the topology from.

@@ -1006,3 +1006,43 @@ func TestPubSubSetShardsToSilentShard(t *testing.T) {
 		t.Fatalf("Receive after SetShards onto a silent shard: %v, want shard-1 reported as not confirming", err)
 	}
 }
+
+// TestPubSubPublishRightAfterTheSwitch: a message published by the client
+// the moment SetShards has switched the ring, before SetShards returns,
+// reaches a subscriber of a channel whose owner changed. The PubSubs
+// follow the new ring before the switch; when they followed only after it
+// (Hub.Follow after the switch), that PUBLISH went to the new owner before
+// the subscription had, and was lost (go-redis's "should ReceiveMessage
+// without a subscription" hung on it under churn).
+func TestPubSubPublishRightAfterTheSwitch(t *testing.T) {
+	cl := newCluster(t, 1, 1)
+	before := cl.c.Ring()
+	after := ringWith(t, cl.shards[:1])
+	ch := ""
+	for i := 0; ch == ""; i++ {
+		if name := fmt.Sprint("moving:", i); before.Lookup(name) != after.Lookup(name) {
+			ch = name
+		}
+	}
+	ps := cl.c.Subscribe(ctx, ch)
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	published := make(chan error, 1)
+	redshard.SetSwitchHook(func() { published <- cl.c.Publish(ctx, ch, "right after").Err() })
+	defer redshard.SetSwitchHook(nil)
+	if err := cl.c.SetShards(ctx, cl.shards[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-published; err != nil {
+		t.Fatal(err)
+	}
+	msg, err := ps.ReceiveTimeout(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatalf("the message published right after the switch was not received: %v", err)
+	}
+	if m, ok := msg.(*redis.Message); !ok || m.Channel != ch || m.Payload != "right after" {
+		t.Fatalf("received %#v; want the message on %s", msg, ch)
+	}
+}

@@ -100,13 +100,23 @@ func (h *Hub) open() []*mux {
 // concerned. A membership change calls it before returning (or
 // acknowledging), so that a message published on the new ring after it
 // has reaches the subscribers.
-func (h *Hub) Follow(ctx context.Context) {
+func (h *Hub) Follow(ctx context.Context) { h.FollowRing(ctx, nil) }
+
+// FollowRing is Follow onto r, a ring the host is about to publish (nil:
+// its current one). A change that switches the ring itself (SetShards)
+// calls it just before the switch, so that the subscriptions are on the
+// new ring's owners before any PUBLISH is routed by it: otherwise a
+// message published between the switch and Follow would reach no
+// subscriber. The hub's poll then finds the ring in place. A PubSub made
+// between the call and the switch is placed at the next poll, as at any
+// change.
+func (h *Hub) FollowRing(ctx context.Context, r Ring) {
 	all := h.open()
 	if len(all) == 0 {
 		return
 	}
 	for _, m := range all {
-		m.reroute()
+		m.rerouteTo(r)
 	}
 	deadline := time.Now().Add(subscribeWait)
 	for _, m := range all {

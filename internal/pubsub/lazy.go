@@ -34,6 +34,14 @@ func (l *Lazy) Follow(ctx context.Context) {
 	}
 }
 
+// FollowRing is Hub.FollowRing of the Hub, if one was made; else it does
+// nothing.
+func (l *Lazy) FollowRing(ctx context.Context, r Ring) {
+	if h := l.hub.Load(); h != nil {
+		h.FollowRing(ctx, r)
+	}
+}
+
 // The probe of a link when the client's heartbeat is off: a PING after 3s
 // without traffic, as go-redis's own PubSub health check, answered within
 // 3s, go-redis's default ReadTimeout.

@@ -751,10 +751,16 @@ func (m *mux) deliver(l *link, msg *redis.Message) {
 // unsubscribe. The ring is read under m.mu, so that of two reroutes
 // racing (the hub's poll, Hub.Follow, a new mux) the last one places the
 // subscriptions on the newest ring, never back on an older one.
-func (m *mux) reroute() {
+func (m *mux) reroute() { m.rerouteTo(nil) }
+
+// rerouteTo is reroute onto top, or, if top is nil, onto the host's
+// current ring.
+func (m *mux) rerouteTo(top Ring) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	top := m.hub.host.Ring()
+	if top == nil {
+		top = m.hub.host.Ring()
+	}
 	if m.closed || top == m.top {
 		return
 	}
