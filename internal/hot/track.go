@@ -361,8 +361,8 @@ type batcher struct {
 
 // trackedRead sends cmd, a read of key, on the reader as a tracked read
 // redirected to id, followed by PTTL key, and waits for it. r.ok reports
-// whether the server accepted the tracking; the read was not sent (r.sent
-// reports false) when its batch failed other than by a server's reply (a
+// whether the server accepted the tracking; nothing is known of the read
+// (r.delivered reports false) when its batch failed other than by a server's reply (a
 // connection closed or broken mid-batch, a context ended, the shard
 // closed): cmd then holds that error and nothing is known of what the
 // server did. ctx's values go with the batch; the batch is bounded by

@@ -21,7 +21,7 @@ func Watch(c net.Conn, onClose func(), clock *atomic.Uint32) net.Conn {
 	nc := &notifyConn{Conn: c, onClose: onClose}
 	if sc, ok := c.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
-			return newSysConn(nc, raw, clock, new(atomic.Int32))
+			return newSysConn(nc, raw, clock, nil)
 		}
 	}
 	return nc
@@ -124,7 +124,7 @@ func (c *sysConn) SyscallConn() (syscall.RawConn, error) { return &c.gate, nil }
 type gate struct {
 	raw   syscall.RawConn
 	clock *atomic.Uint32 // nil: never skip
-	exact *atomic.Int32  // while positive, never skip
+	exact *atomic.Int32  // while positive, never skip; nil: no such commands (Watch)
 	seen  atomic.Uint32  // clock's value when a read last returned data
 }
 
@@ -135,7 +135,7 @@ func (g *gate) Write(f func(fd uintptr) bool) error { return g.raw.Write(f) }
 // Read is the check's non-blocking peek: it runs f unless the connection
 // answered within the current tick.
 func (g *gate) Read(f func(fd uintptr) bool) error {
-	if g.clock != nil && g.seen.Load() == g.clock.Load() && g.exact.Load() == 0 {
+	if g.clock != nil && g.seen.Load() == g.clock.Load() && (g.exact == nil || g.exact.Load() == 0) {
 		return nil
 	}
 	return g.raw.Read(f)
