@@ -3,6 +3,7 @@ package integration_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -61,6 +62,17 @@ func (g *batchGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 			}
 		}
 		return next(ctx, cmds)
+	}
+}
+
+// waitAll waits for wg's goroutines, then fails t with the first error
+// they sent on errs, which nothing else sends on.
+func waitAll(t *testing.T, wg *sync.WaitGroup, errs chan error) {
+	t.Helper()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }
 
@@ -140,11 +152,7 @@ func TestHotMissesShareRoundTrips(t *testing.T) {
 		return inTrackedRead() == n && gate.held.Load() == 1
 	})
 	gate.release()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	waitAll(t, &wg, errs)
 	pipelines, reads = gate.pipelines.Load()-pipelines, gate.reads.Load()-reads
 	// One or two: the held batch takes every miss queued when the shard's
 	// sender picked it up, which is all of them when they queue faster
@@ -242,11 +250,7 @@ func TestHotBatchConnectionKilled(t *testing.T) {
 		}
 	}
 	gate.release()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	waitAll(t, &wg, errs)
 	if c.Stats().Hot.TrackingLost == lost {
 		t.Fatal("the killed reader connection did not drop the shard's cached replies")
 	}
@@ -334,11 +338,7 @@ func TestHotRefillJoinsQueuedReads(t *testing.T) {
 	}()
 	eventually(t, "the refill's batch held beside the first", func() bool { return gate.held.Load() == 2 })
 	gate.release()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	waitAll(t, &wg, errs)
 	pipelines, reads = gate.pipelines.Load()-pipelines, gate.reads.Load()-reads
 	if pipelines != 2 || reads != n+1 {
 		t.Fatalf("%d misses and a refill went out as %d tracked reads in %d pipelines; want %d in 2", n, reads, pipelines, n+1)
@@ -349,5 +349,59 @@ func TestHotRefillJoinsQueuedReads(t *testing.T) {
 	}
 	if c.Stats().Hot.CacheHits == hits {
 		t.Fatal("the written key's read missed: the refill did not cache the write's value")
+	}
+}
+
+// TestHotRefillLeavesOnItsContext (issue 27): a write whose refill waits
+// in a held batch returns its context's error when the context ends,
+// without waiting for the batch; the write may still run (it does here,
+// once the batch is let through), and the reply cached before it is not
+// served after the caller got its error.
+func TestHotRefillLeavesOnItsContext(t *testing.T) {
+	c, admin := admitClient(t)
+	ctx := context.Background()
+	if err := admin.Set(ctx, "leaves:w", "old", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "leaves:w cached", func() bool {
+		hits := c.Stats().Hot.CacheHits
+		return c.Get(ctx, "leaves:w").Val() == "old" && c.Stats().Hot.CacheHits > hits
+	})
+	gate := &batchGate{}
+	c.AddHook(gate)
+	gate.close()
+	defer gate.release()
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Set(wctx, "leaves:w", "new", 0).Err() }()
+	eventually(t, "the refill's batch held", func() bool { return gate.held.Load() == 1 })
+	cancel()
+	var err error
+	eventually(t, "the write's return once its context ended", func() bool {
+		select {
+		case err = <-done:
+			return true
+		default:
+			return false
+		}
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("SET with its context cancelled while its refill was held = %v; want context.Canceled", err)
+	}
+	if h := gate.held.Load(); h != 1 {
+		t.Fatalf("%d batches held when the write returned; want its own, still held", h)
+	}
+	// A read now misses (the cached reply is hidden) and queues behind
+	// the held batch: it reads the key after the write has run.
+	hits := c.Stats().Hot.CacheHits
+	read := make(chan string, 1)
+	go func() { read <- c.Get(ctx, "leaves:w").Val() }()
+	eventually(t, "the read queued as a miss", func() bool { return inTrackedRead() == 1 })
+	if c.Stats().Hot.CacheHits != hits {
+		t.Fatal("the reply cached before the abandoned write was served from the cache")
+	}
+	gate.release()
+	if v := <-read; v != "new" {
+		t.Fatalf("GET leaves:w after the abandoned write ran = %q; want new", v)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redshard/redshard/internal/replyval"
 	"github.com/redshard/redshard/localcache"
 )
 
@@ -224,7 +225,9 @@ func (rs *refills) end(token uint64, r *refill) {
 // write has run (cmd holds its reply) and refillWrite has bumped the key's
 // counter after the reply (rule 4 of docs/hot-reads.md), a bump the
 // refill absorbs, so the caller must not bump again: that would hide the
-// refill.
+// refill; or ctx ended first, and cmd holds its error (the write may
+// still run, as with any command whose caller gave up; the key was bumped
+// all the same).
 func (h *Path) refillWrite(ctx context.Context, s Backend, name, key string, cmd redis.Cmder) bool {
 	hs := s.HotState()
 	if InvalidationState(hs.state.Load()) != InvalidationTracking || hs.shut.Load() {
@@ -234,6 +237,9 @@ func (h *Path) refillWrite(ctx context.Context, s Backend, name, key string, cmd
 	if id == 0 || !(h.cache.Holds(hs.id, key, getSubKey) || stringWrites[name] && h.det.IsHot(key)) {
 		return false
 	}
+	if _, kind := replyval.ValueOf(cmd); kind == 0 {
+		return false // its reply could not be copied from the sender's clone
+	}
 	r, token, t := hs.refills.start(h.cache, hs.id, key, getSubKey)
 	defer hs.refills.finish(token, r)
 	get := redis.NewStringCmd(ctx, "get", key)
@@ -241,14 +247,26 @@ func (h *Path) refillWrite(ctx context.Context, s Backend, name, key string, cmd
 	// lifetime (Path.lifetime): the key is written and read, so it is
 	// worth a long one. The refill goes out in the shard's next batch of
 	// tracked reads, sharing its round trip with the misses queued with
-	// it. The caller waits for the batch whatever its context, as it
-	// would for its own round trip: the sender writes cmd's reply.
-	req := &trackedReq{ctx: ctx, id: id, cmd: get, ttlKey: key, write: cmd, token: token, done: make(chan struct{})}
+	// it. The batch is detached from ctx (its sender writes into a clone
+	// of cmd); the caller waits for it or for ctx.
+	w := cmd.Clone()
+	req := &trackedReq{ctx: ctx, id: id, cmd: get, ttlKey: key, write: w, token: token, done: make(chan struct{})}
 	hs.enqueue(req)
-	<-req.done
+	select {
+	case <-req.done:
+	case <-ctx.Done():
+		// The write may run yet: bump the key as after any write, so that
+		// no reply cached before it is served once the caller has its
+		// error, and give the refill up.
+		h.cache.InvalidateKey(key)
+		cmd.SetErr(ctx.Err())
+		return true
+	}
 	if req.closed {
 		return false // never sent (the shard is closing): the caller sends the write
 	}
+	replyval.SetValue(cmd, replyval.Value(w))
+	cmd.SetErr(w.Err())
 	if err := cmd.Err(); err != nil && lostConn(err) && ctx.Err() == nil && s.Client().Options().MaxRetries > 0 {
 		// The connection failed under the write: send it again on the
 		// shard's client, as go-redis does with a command whose
