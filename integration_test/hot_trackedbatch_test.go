@@ -80,12 +80,17 @@ func waitAll(t *testing.T, wg *sync.WaitGroup, errs chan error) {
 // reads: a miss queued for a batch or in one, in its caller (a direct miss)
 // or in a flight.
 func inTrackedRead() int {
+	return stackCount("internal/hot.(*Shard).trackedRead(") + stackCount("internal/hot.(*Path).directMiss(")
+}
+
+// stackCount counts the goroutines' frames of the function named by frame
+// (its package path's tail, receiver and name, and the opening parenthesis).
+func stackCount(frame string) int {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
-			return bytes.Count(buf[:n], []byte("internal/hot.(*Shard).trackedRead(")) +
-				bytes.Count(buf[:n], []byte("internal/hot.(*Path).directMiss("))
+			return bytes.Count(buf[:n], []byte(frame))
 		}
 		buf = make([]byte, 2*len(buf))
 	}
@@ -405,3 +410,64 @@ func TestHotRefillLeavesOnItsContext(t *testing.T) {
 		t.Fatalf("GET leaves:w after the abandoned write ran = %q; want new", v)
 	}
 }
+
+// TestHotRefillWithdrawnOnItsContext (issue 27): a write whose refill is
+// still queued (both of the shard's batches are held) when its context
+// ends is taken out of the queue: it returns its context's error and never
+// runs, as a go-redis command given up before it is written never does.
+func TestHotRefillWithdrawnOnItsContext(t *testing.T) {
+	c, admin := admitClient(t)
+	ctx := context.Background()
+	keys := []string{"withdrawn:a", "withdrawn:b", "withdrawn:c"}
+	for _, k := range keys {
+		if err := admin.Set(ctx, k, "old", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, k+" cached", func() bool {
+			hits := c.Stats().Hot.CacheHits
+			return c.Get(ctx, k).Val() == "old" && c.Stats().Hot.CacheHits > hits
+		})
+	}
+	gate := &batchGate{}
+	c.AddHook(gate)
+	gate.close()
+	defer gate.release()
+	pipelines := gate.pipelines.Load()
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for i, k := range keys[:2] { // each refill opens a batch: both held
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.Set(ctx, k, "new", 0).Err(); err != nil {
+				errs <- fmt.Errorf("SET %s: %v", k, err)
+			}
+		}()
+		eventually(t, fmt.Sprint(i+1, " refill batches held"), func() bool { return gate.held.Load() == int64(i+1) })
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Set(wctx, keys[2], "abandoned", 0).Err() }()
+	eventually(t, "the third refill queued", func() bool { return inRefill() == 3 })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("SET with its context cancelled while its refill was queued = %v; want context.Canceled", err)
+	}
+	gate.release()
+	waitAll(t, &wg, errs)
+	eventually(t, "the senders idle", func() bool { return inSendBatch() == 0 })
+	if n := gate.pipelines.Load() - pipelines; n != 2 {
+		t.Fatalf("%d refill pipelines sent; want 2 (the abandoned one withdrawn)", n)
+	}
+	if v := admin.Get(ctx, keys[2]).Val(); v != "old" {
+		t.Fatalf("%s on the server = %q; want old: the write given up before it was sent ran", keys[2], v)
+	}
+	if v := c.Get(ctx, keys[2]).Val(); v != "old" {
+		t.Fatalf("GET %s through the client = %q; want old", keys[2], v)
+	}
+}
+
+// inRefill counts the goroutines in a write-through refill, and
+// inSendBatch those sending a batch of tracked reads.
+func inRefill() int    { return stackCount("internal/hot.(*Path).refillWrite(") }
+func inSendBatch() int { return stackCount("internal/hot.(*Shard).sendBatch(") }

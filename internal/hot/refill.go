@@ -45,11 +45,15 @@ import (
 // fill, another write through the client, an invalidation from another
 // shard) refuses it. See docs/hot-reads.md, "Write-through refills".
 
-// refillWait bounds how long a write waits for its mark after its reply;
-// the mark normally arrives with it. A mark that does not come in time
-// (the invalidation connection is slow or being replaced) costs the refill,
-// never the write.
-const refillWait = trackingPing
+// markWait bounds how long a write waits for its mark after its reply,
+// as a safety net only: the write waits only for a mark the server has
+// published to a subscriber (PUBLISH counted one), which the invalidation
+// connection live when the refill was registered delivers, unless it is
+// lost first, and every loss ends the pending refills (Shard.drop, fail).
+// So the wait ends with the mark or the loss (or the caller's context),
+// normally with the reply; a machine too loaded to schedule the receiver
+// slows the write down, it does not cost the refill.
+const markWait = hotFetchTimeout
 
 // refills is a shard's write-through refills waiting for their marks.
 type refills struct {
@@ -136,7 +140,10 @@ func (rs *refills) writer(key string) *refill {
 // write's round trip instead of each missing and reading, and their fills
 // do not refuse the write's. It reports whether the cache then answered
 // cmd. Waiting changes nothing of what the cache may answer (every hit is
-// checked against the counters); it is bounded by refillWait and ctx.
+// checked against the counters). It is bounded by ctx and by the refill:
+// its writer finishes once its batch is back (hotFetchTimeout at most) and
+// its mark came (markWait at most) or its own context ended, so the wait
+// needs no timer of its own.
 func (h *Path) awaitRefill(ctx context.Context, hs *Shard, key, sub string, cmd redis.Cmder) bool {
 	if sub != getSubKey {
 		return false
@@ -148,12 +155,8 @@ func (h *Path) awaitRefill(ctx context.Context, hs *Shard, key, sub string, cmd 
 	if awaitHook != nil {
 		awaitHook()
 	}
-	timer := time.NewTimer(refillWait)
-	defer timer.Stop()
 	select {
 	case <-r.finished:
-	case <-timer.C:
-		return false
 	case <-ctx.Done():
 		return false
 	}
@@ -225,9 +228,11 @@ func (rs *refills) end(token uint64, r *refill) {
 // write has run (cmd holds its reply) and refillWrite has bumped the key's
 // counter after the reply (rule 4 of docs/hot-reads.md), a bump the
 // refill absorbs, so the caller must not bump again: that would hide the
-// refill; or ctx ended first, and cmd holds its error (the write may
-// still run, as with any command whose caller gave up; the key was bumped
-// all the same).
+// refill; or ctx ended first, and cmd holds its error: if the write was
+// still queued it is withdrawn and never runs, as a command given up
+// before it is written; if its batch was on its way it may still run, as
+// with any command whose caller gave up, and the key was bumped all the
+// same.
 func (h *Path) refillWrite(ctx context.Context, s Backend, name, key string, cmd redis.Cmder) bool {
 	hs := s.HotState()
 	if InvalidationState(hs.state.Load()) != InvalidationTracking || hs.shut.Load() {
@@ -242,6 +247,13 @@ func (h *Path) refillWrite(ctx context.Context, s Backend, name, key string, cmd
 	}
 	r, token, t := hs.refills.start(h.cache, hs.id, key, getSubKey)
 	defer hs.refills.finish(token, r)
+	if hs.live.Load() != id {
+		// The invalidation connection was lost since id was read, and its
+		// drop may have failed the pending refills before this one was
+		// registered: nothing would end its wait but its mark. The write
+		// goes its usual way.
+		return false
+	}
 	get := redis.NewStringCmd(ctx, "get", key)
 	// The key's TTL is read too (PTTL after the GET), for the refill's
 	// lifetime (Path.lifetime): the key is written and read, so it is
@@ -255,11 +267,14 @@ func (h *Path) refillWrite(ctx context.Context, s Backend, name, key string, cmd
 	select {
 	case <-req.done:
 	case <-ctx.Done():
-		// The write may run yet: bump the key as after any write, so that
-		// no reply cached before it is served once the caller has its
-		// error, and give the refill up.
-		h.cache.InvalidateKey(key)
 		cmd.SetErr(ctx.Err())
+		if hs.withdraw(req) {
+			return true // never sent: the write did not run, and never will
+		}
+		// The write is on its way and may run yet: bump the key as after
+		// any write, so that no reply cached before it is served once the
+		// caller has its error, and give the refill up.
+		h.cache.InvalidateKey(key)
 		return true
 	}
 	if req.closed {
@@ -284,7 +299,9 @@ func (h *Path) refillWrite(ctx context.Context, s Backend, name, key string, cmd
 	if req.failed || !req.ok || req.mark.Val() < 1 || !rep.cacheable() {
 		return true
 	}
-	timer := time.NewTimer(refillWait)
+	// The PUBLISH reached a subscriber: the mark comes, or the connection
+	// is lost and drop ends the wait (see markWait).
+	timer := time.NewTimer(markWait)
 	defer timer.Stop()
 	select {
 	case <-r.done:

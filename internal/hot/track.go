@@ -414,6 +414,24 @@ func (hs *Shard) enqueue(r *trackedReq) {
 	}
 }
 
+// withdraw takes r out of the queue if no sender has taken it yet, and
+// reports whether it did: r is then never sent, and its done never closes.
+func (hs *Shard) withdraw(r *trackedReq) bool {
+	b := &hs.batch
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, q := range b.queue {
+		if q == r {
+			b.queue = append(b.queue[:i], b.queue[i+1:]...)
+			if r.write != nil {
+				b.writes--
+			}
+			return true
+		}
+	}
+	return false
+}
+
 // sendLoop is one of the shard's senders: until ctx ends (Shard.Close,
 // or the client's Close through the flights' context), it sends what is
 // queued as one batch, and again while anything is. When it ends, it ends
