@@ -471,3 +471,67 @@ func TestHotRefillWithdrawnOnItsContext(t *testing.T) {
 // inSendBatch those sending a batch of tracked reads.
 func inRefill() int    { return stackCount("internal/hot.(*Path).refillWrite(") }
 func inSendBatch() int { return stackCount("internal/hot.(*Shard).sendBatch(") }
+
+// TestHotMissAndRefillOfOneKeyInOneBatch (issue 27): a miss of one read of
+// a key (STRLEN) and a write-through refill of the same key (its GET) go
+// out in one batch, the miss first. The miss answers what the server held
+// before the write; once the write has returned, neither read of the key
+// answers the value before it, from the cache or otherwise.
+func TestHotMissAndRefillOfOneKeyInOneBatch(t *testing.T) {
+	c, admin := admitClient(t)
+	ctx := context.Background()
+	const k, j = "onebatch:k", "onebatch:j"
+	for key, v := range map[string]string{k: "v1", j: "j"} {
+		if err := admin.Set(ctx, key, v, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, k+" cached", func() bool { // its GET only: STRLEN has not been read
+		hits := c.Stats().Hot.CacheHits
+		return c.Get(ctx, k).Val() == "v1" && c.Stats().Hot.CacheHits > hits
+	})
+	gate := &batchGate{}
+	c.AddHook(gate)
+	gate.close()
+	defer gate.release()
+	pipelines, reads := gate.pipelines.Load(), gate.reads.Load()
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	wg.Add(1)
+	go func() { // a first miss, whose batch is held: what follows queues
+		defer wg.Done()
+		if v, err := c.Get(ctx, j).Result(); err != nil || v != "j" {
+			errs <- fmt.Errorf("GET %s = %q, %v", j, v, err)
+		}
+	}()
+	eventually(t, "the first batch held", func() bool { return gate.held.Load() == 1 })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if n, err := c.StrLen(ctx, k).Result(); err != nil || n != 2 {
+			errs <- fmt.Errorf("STRLEN %s queued before the write = %d, %v; want 2", k, n, err)
+		}
+	}()
+	eventually(t, "the STRLEN miss queued", func() bool { return inTrackedRead() == 2 })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := c.Set(ctx, k, "new22", 0).Err(); err != nil {
+			errs <- fmt.Errorf("SET %s: %v", k, err)
+		}
+	}()
+	eventually(t, "the refill's batch held with the STRLEN", func() bool { return gate.held.Load() == 2 })
+	gate.release()
+	waitAll(t, &wg, errs)
+	if p, r := gate.pipelines.Load()-pipelines, gate.reads.Load()-reads; p != 2 || r != 3 {
+		t.Fatalf("the misses and the refill went out as %d tracked reads in %d pipelines; want 3 in 2", r, p)
+	}
+	for range 3 { // the second time from the cache, if anything was kept
+		if n, err := c.StrLen(ctx, k).Result(); err != nil || n != 5 {
+			t.Fatalf("STRLEN %s after the write = %d, %v; want 5", k, n, err)
+		}
+		if v, err := c.Get(ctx, k).Result(); err != nil || v != "new22" {
+			t.Fatalf("GET %s after the write = %q, %v; want new22", k, v, err)
+		}
+	}
+}
