@@ -113,13 +113,18 @@ func (b *hotBackend) AutoPipelined() bool            { return b.ap != nil }
 func (b *hotBackend) PeekClock() *atomic.Uint32      { return b.peekClock }
 
 // Dial makes the tracked reads' client (connReader) or the invalidation
-// subscriber's (connTracking) of the shard.
+// subscriber's (connTracking) of the shard. The reader's connections are
+// failFast's, as the command client's are: markDown severs them, so that
+// a batch of tracked reads in flight to a frozen server ends with the
+// shard's ErrShardDown instead of waiting for the server or the batch's
+// bound. The subscriber probes its own connection, as a Pub/Sub link does.
 func (b *hotBackend) Dial(subscriber bool, onConnect func(context.Context, *redis.Conn) error) *redis.Client {
-	kind := connReader
 	if subscriber {
-		kind = connTracking
+		return b.env.dial(b.shard, connTracking, onConnect)
 	}
-	return b.env.dial(b.shard, kind, onConnect)
+	cl := b.env.dial(b.shard, connReader, onConnect)
+	cl.AddHook(failFast{(*backend)(b)})
+	return cl
 }
 
 // hotState returns the backend's hot-key state, creating it on first use.

@@ -10,8 +10,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redshard/redshard"
+	"github.com/redshard/redshard/hotkey"
+	"github.com/redshard/redshard/internal/redistest"
 )
 
 // batchGate is a shard hook that sees the tracked reads' pipelines (those
@@ -534,4 +539,74 @@ func TestHotMissAndRefillOfOneKeyInOneBatch(t *testing.T) {
 			t.Fatalf("GET %s after the write = %q, %v; want new22", k, v, err)
 		}
 	}
+}
+
+// TestHotTrackedReadOnFrozenShard (issue 27): a miss whose tracked batch
+// is in flight to a server that freezes ends with the shard's
+// ErrShardDown once the heartbeat marks the shard down, as a command on
+// the shard's own client does: markDown severs the reader's connections
+// too. (Before, the batch waited for its bound and the read was sent again
+// untracked, to wait for the frozen server up to ReadTimeout: a minute
+// here.) Once the server thaws, the key reads again.
+func TestHotTrackedReadOnFrozenShard(t *testing.T) {
+	ctx := context.Background()
+	var servers []*redistest.Server
+	var shards []redshard.Shard
+	for i := range 2 {
+		s := redistest.Start(t)
+		servers = append(servers, s)
+		shards = append(shards, redshard.Shard{Name: fmt.Sprint("shard-", i), Addr: s.Addr()})
+	}
+	events := make(chan redshard.ShardStateChange, 64)
+	t0 := time.Unix(1_700_000_000, 0)
+	c, err := redshard.NewClient(&redshard.Options{
+		Shards:       shards,
+		ShardOptions: &redis.Options{MaxRetries: -1, ReadTimeout: time.Minute, WriteTimeout: time.Minute},
+		Health: &redshard.HealthOptions{
+			Interval: 100 * time.Millisecond, Timeout: 250 * time.Millisecond, FailureThreshold: 2, RecoveryThreshold: 2,
+			OnShardStateChange: func(e redshard.ShardStateChange) { events <- e },
+		},
+		HotKeys: &redshard.HotKeyOptions{Mitigation: redshard.LocalCache, MaxStaleness: time.Hour,
+			Detector: &hotkey.Config{MinRate: 1, MinShare: 0.05, Now: func() time.Time { return t0 }}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	probe, key := keyOn(c, "shard-1", "frozen:probe"), keyOn(c, "shard-1", "frozen:key")
+	admin := servers[1].Client(t)
+	for _, k := range []string{probe, key} {
+		if err := admin.Set(ctx, k, "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cachedAndTracked(t, c, "shard-1", probe, "v")
+	gate := &batchGate{}
+	c.AddHook(gate)
+	gate.close()
+	defer gate.release()
+	got := make(chan error, 1)
+	go func() { got <- c.Get(ctx, key).Err() }()
+	eventually(t, "the miss's batch held", func() bool { return gate.held.Load() == 1 })
+	servers[1].Freeze()
+	thawed := false
+	defer func() {
+		if !thawed {
+			servers[1].Thaw()
+		}
+	}()
+	gate.release() // the batch goes to the frozen server
+	awaitState(t, events, "shard-1", true)
+	select {
+	case err := <-got:
+		if !errors.Is(err, redshard.ErrShardDown) {
+			t.Fatalf("GET of a key whose tracked read was in flight when its shard froze = %v; want ErrShardDown", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("GET of a key whose tracked read was in flight when its shard froze still waits, 30s after the shard was marked down")
+	}
+	servers[1].Thaw()
+	thawed = true
+	awaitState(t, events, "shard-1", false)
+	eventually(t, "the thawed shard's key read again", func() bool { return c.Get(ctx, key).Val() == "v" })
 }

@@ -279,10 +279,10 @@ func (h *Path) fetch(ctx context.Context, s Backend, hs *Shard, t localcache.Tic
 			store = false
 			_ = s.Client().Process(ctx, cmd)
 		} else if tr := hs.trackedRead(ctx, id, key, cmd); !tr.delivered() {
-			// Its batch's connection failed: read it untracked instead.
+			// Its batch's connection failed: read it untracked instead,
+			// unless the shard is down (resend).
 			store = false
-			cmd.SetErr(nil)
-			_ = s.Client().Process(ctx, cmd)
+			h.resend(ctx, s, cmd)
 		} else if !tr.ok {
 			store = false
 		} else {
@@ -410,8 +410,7 @@ func (h *Path) directFill(ctx context.Context, s Backend, hs *Shard, t localcach
 	store := r.ok
 	if r.failed {
 		store = false
-		r.cmd.SetErr(nil)
-		_ = s.Client().Process(ctx, r.cmd)
+		h.resend(ctx, s, r.cmd)
 	}
 	r.rep = replyOf(r.cmd)
 	if !r.rep.cacheable() {
@@ -425,6 +424,20 @@ func (h *Path) directFill(ctx context.Context, s Backend, hs *Shard, t localcach
 	}
 	h.cache.Supersede(key)
 	return false
+}
+
+// resend sends cmd, a read whose tracked batch failed other than by the
+// server's reply, again untracked on the shard's client, unless the shard
+// is down: then the batch failed because markDown severed its connection,
+// and cmd keeps the shard's ErrShardDown (failFast's, on the reader's
+// client), as a command cut off on the shard's own client does. Sent
+// again, it would wait for the frozen server once more.
+func (h *Path) resend(ctx context.Context, s Backend, cmd redis.Cmder) {
+	if s.Down() && cmd.Err() != nil {
+		return
+	}
+	cmd.SetErr(nil)
+	_ = s.Client().Process(ctx, cmd)
 }
 
 // lifetime is how long the reply of a tracked read that the server
