@@ -43,6 +43,7 @@ type benchConfig struct {
 	png        string
 	compare    []string // the --compare systems, in the order given
 	first      bool     // run the comparisons before redshard
+	rounds     int      // times the sequence of runs is repeated (--rounds)
 	cpuProfile string
 	preload    bool
 	cleanup    bool
@@ -108,6 +109,11 @@ rueidis-csc-per-shard,goredis-csc-per-shard.
 Real shards also report the servers' CPU per operation (INFO cpu). --png FILE
 draws FILE-load.png (commands per 100ms per shard), FILE-latency.png and
 FILE-throughput.png (ops/s and CPU per op of each run).
+--rounds N runs the whole sequence N times (each round's runs one after
+the other) and ends with a table of every round's ratios to each compared
+system and their medians; the other tables are the last round's. On a
+small or busy machine one run's ratio can be off by a third: quote the
+median of several rounds.
 --autopipeline also runs redshard with Options.AutoPipeline (every command
 auto-pipelined on its shard), right after the plain redshard run, so that
 the runs of one invocation can be compared as same-run ratios; with
@@ -132,6 +138,7 @@ includes the servers, which run in this process).`)
 	var compare string
 	f.StringVar(&compare, "compare", "", "also run the workload through these `systems`, comma-separated: goredis-ring (go-redis's redis.Ring), goredis-autopipeline (go-redis's AutoPipeline on the first shard alone), goredis-autopipeline-per-shard (go-redis's AutoPipeline of each shard's client, keys placed by redshard's ring), rueidis-per-shard (a rueidis client per shard, DisableCache, keys placed by redshard's ring), rueidis-csc-per-shard (a rueidis client per shard, DoCache with OPTIN tracking and a 1-minute TTL, keys placed by redshard's ring; real servers only), goredis-csc-per-shard (a go-redis client per shard with its ClientSideCacheConfig, RESP3, keys placed by redshard's ring; real servers only)")
 	f.BoolVar(&c.first, "compare-first", false, "with --compare, run the comparisons before redshard (to check the order does not matter)")
+	f.IntVar(&c.rounds, "rounds", 1, "with --compare, run the whole sequence of runs this many times, and report every round's ratios to each compared system and their medians (one round's ratio can be off by a third on a busy or small machine)")
 	f.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole command to `file` (go tool pprof)")
 	f.BoolVar(&c.preload, "preload", true, "write every key before the run, so reads hit")
 	f.BoolVar(&c.cleanup, "cleanup", true, "with real servers, delete the workload's keys at the end")
@@ -159,6 +166,10 @@ includes the servers, which run in this process).`)
 		return usagef("--duration %v: must be positive", c.duration)
 	case c.mitigation != "none" && c.mitigation != "local-cache" && c.mitigation != "split":
 		return usagef("--mitigation %q: want none, local-cache or split", c.mitigation)
+	case c.rounds < 1:
+		return usagef("--rounds %d: want 1 or more", c.rounds)
+	case c.rounds > 1 && len(c.compare) == 0:
+		return usagef("--rounds %d: rounds are for ratios to the systems of --compare; give --compare", c.rounds)
 	case c.staleness < 0:
 		return usagef("--max-staleness %v: must not be negative", c.staleness)
 	case c.addAt < 0 || c.killAt < 0:
@@ -245,23 +256,43 @@ includes the servers, which run in this process).`)
 		defer (&benchCleanup{fl: fl, keys: keys, internal: internal, delete: c.cleanup, prefix: c.wl.prefix}).run(ctx, stderr)
 	}
 	var results []*result
-	for i, sys := range systems {
-		fmt.Fprintf(stderr, "bench: running %s for %v...\n", sys, c.duration)
-		r, err := c.runOne(ctx, sys, fl, i == 0)
-		if err != nil {
-			return fmt.Errorf("%s: %w", sys, err)
+	var rounds [][]*result // every complete round's results, for --rounds
+	for round := 0; round < c.rounds && ctx.Err() == nil; round++ {
+		results = nil
+		for i, sys := range systems {
+			if c.rounds > 1 {
+				fmt.Fprintf(stderr, "bench: round %d of %d: running %s for %v...\n", round+1, c.rounds, sys, c.duration)
+			} else {
+				fmt.Fprintf(stderr, "bench: running %s for %v...\n", sys, c.duration)
+			}
+			r, err := c.runOne(ctx, sys, fl, round == 0 && i == 0)
+			if err != nil {
+				return fmt.Errorf("%s: %w", sys, err)
+			}
+			results = append(results, r)
+			if ctx.Err() != nil {
+				break
+			}
 		}
-		results = append(results, r)
-		if ctx.Err() != nil {
-			break
+		if len(results) == len(systems) {
+			rounds = append(rounds, results)
 		}
+	}
+	if len(rounds) > 0 {
+		results = rounds[len(rounds)-1] // the tables show the last complete round
 	}
 
 	fmt.Fprintf(stdout, "shards:   %s\nworkload: %s, %v per run\n", fl.desc, c.wl.String(), c.duration)
 	if len(results) == 1 {
 		results[0].write(stdout)
 	} else {
+		if c.rounds > 1 {
+			fmt.Fprintf(stdout, "round %d of %d (the rounds' ratios and medians follow):\n", len(rounds), c.rounds)
+		}
 		writeComparison(stdout, results, c.compare)
+	}
+	if c.rounds > 1 {
+		writeRounds(stdout, rounds, c.compare)
 	}
 	if charts != nil {
 		if err := charts.draw(results); err != nil {

@@ -151,6 +151,45 @@ func TestBenchCompare(t *testing.T) {
 	}
 }
 
+// TestBenchRounds: --rounds repeats the runs and reports, for each system
+// against each compared one, the ratio of every round and their median,
+// which is the middle round's ratio; the tables show the last round.
+func TestBenchRounds(t *testing.T) {
+	code, out, errOut := runCmd(t, benchArgs("--compare", "goredis-ring", "--rounds", "3")...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if n := strings.Count(errOut, "running redshard for"); n != 3 {
+		t.Errorf("redshard ran %d times; want 3:\n%s", n, errOut)
+	}
+	if !strings.Contains(out, "round 3 of 3 (the rounds' ratios and medians follow)") {
+		t.Errorf("the tables do not say they are the last round's:\n%s", out)
+	}
+	for _, metric := range []string{"ops/s", "CPU per op"} {
+		row := regexp.MustCompile(`(?m)^redshard\s+` + regexp.QuoteMeta(metric) + ` vs goredis-ring((?:\s+\S+){4})$`).FindStringSubmatch(out)
+		if row == nil {
+			t.Errorf("no %s row with 3 rounds and a median in:\n%s", metric, out)
+			continue
+		}
+		var vals []float64
+		for _, c := range strings.Fields(row[1]) {
+			v, err := strconv.ParseFloat(strings.TrimSuffix(c, "x"), 64)
+			if err != nil || !strings.HasSuffix(c, "x") || v <= 0 {
+				t.Fatalf("%s: cell %q is no ratio", metric, c)
+			}
+			vals = append(vals, v)
+		}
+		rounds := slices.Clone(vals[:3])
+		slices.Sort(rounds)
+		if vals[3] != rounds[1] {
+			t.Errorf("%s: median %.2f of rounds %v; want %.2f", metric, vals[3], vals[:3], rounds[1])
+		}
+	}
+	if code, _, errOut := runCmd(t, benchArgs("--rounds", "2")...); code == exitOK || !strings.Contains(errOut, "give --compare") {
+		t.Errorf("--rounds without --compare: exit %d, %s; want a usage error", code, errOut)
+	}
+}
+
 // TestBenchCompareAutoPipeline: --compare with a list runs every system in
 // one invocation; goredis-autopipeline sends everything to the first shard
 // alone, and each run's ops/s and CPU per op are printed as ratios to each

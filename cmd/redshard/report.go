@@ -381,3 +381,80 @@ func ratioRow(label string, results []*result, ref string, metric func(*result) 
 	}
 	return cells
 }
+
+// writeRounds prints, for each system in refs and each other system, the
+// ratios of its throughput and CPU per operation to the ref's in every
+// round (the runs of one round ran one after the other, on the same
+// machine), and their medians: a run can be off by a third on a busy or
+// small machine, and the median of the same-round ratios is what to quote.
+func writeRounds(w io.Writer, rounds [][]*result, refs []string) {
+	if len(rounds) == 0 || len(refs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nratios per round (%d rounds) and their medians:\n", len(rounds))
+	t := &table{}
+	head := []string{"", ""}
+	for i := range rounds {
+		head = append(head, fmt.Sprintf("round %d", i+1))
+	}
+	t.add(append(head, "median")...)
+	metrics := []struct {
+		name string
+		f    func(*result) float64
+	}{{"ops/s", (*result).throughput}, {"CPU per op", (*result).cpuPerOpNs}}
+	for _, ref := range refs {
+		for _, r := range rounds[0] {
+			if r.system == ref {
+				continue
+			}
+			for _, m := range metrics {
+				cells := []string{r.system, m.name + " vs " + ref}
+				var ratios []float64
+				for _, round := range rounds {
+					ratio := roundRatio(round, r.system, ref, m.f)
+					if ratio <= 0 {
+						cells = append(cells, "-")
+						continue
+					}
+					ratios = append(ratios, ratio)
+					cells = append(cells, fmt.Sprintf("%.2fx", ratio))
+				}
+				med := "-"
+				if len(ratios) > 0 {
+					med = fmt.Sprintf("%.2fx", median(ratios))
+				}
+				t.add(append(cells, med)...)
+			}
+		}
+	}
+	t.write(w)
+}
+
+// roundRatio is metric of system's run divided by metric of ref's run in
+// one round, or 0 where either is unknown.
+func roundRatio(round []*result, system, ref string, metric func(*result) float64) float64 {
+	var v, base float64
+	for _, r := range round {
+		switch r.system {
+		case system:
+			v = metric(r)
+		case ref:
+			base = metric(r)
+		}
+	}
+	if v <= 0 || base <= 0 {
+		return 0
+	}
+	return v / base
+}
+
+// median is the median of xs (the mean of the middle two for an even
+// count); xs is sorted in place.
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
