@@ -122,7 +122,10 @@ func (b *hotBackend) Dial(subscriber bool, onConnect func(context.Context, *redi
 	if subscriber {
 		return b.env.dial(b.shard, connTracking, onConnect)
 	}
-	cl := b.env.dial(b.shard, connReader, onConnect)
+	// The heartbeat starts with the first dial of any client that carries
+	// data: a client whose reads are all tracked may never dial the
+	// command client.
+	cl := b.env.dial(b.shard, connReader, onConnect, b.env.monitor.Hook())
 	cl.AddHook(failFast{(*backend)(b)})
 	return cl
 }
