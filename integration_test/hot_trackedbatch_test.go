@@ -302,10 +302,7 @@ func TestHotRefillJoinsQueuedReads(t *testing.T) {
 	// Cached (admitted from the first read), then invalidated by another
 	// process: the next reads miss. joins:w stays cached, so writing it
 	// through the client refills it.
-	eventually(t, "joins:w cached", func() bool {
-		hits := c.Stats().Hot.CacheHits
-		return c.Get(ctx, "joins:w").Val() == "old" && c.Stats().Hot.CacheHits > hits
-	})
+	cachedRead(t, c, "joins:w", "old")
 	for _, k := range keys {
 		c.Get(ctx, k)
 	}
@@ -373,14 +370,8 @@ func TestHotRefillLeavesOnItsContext(t *testing.T) {
 	if err := admin.Set(ctx, "leaves:w", "old", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "leaves:w cached", func() bool {
-		hits := c.Stats().Hot.CacheHits
-		return c.Get(ctx, "leaves:w").Val() == "old" && c.Stats().Hot.CacheHits > hits
-	})
-	gate := &batchGate{}
-	c.AddHook(gate)
-	gate.close()
-	defer gate.release()
+	cachedRead(t, c, "leaves:w", "old")
+	gate := heldGate(t, c)
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- c.Set(wctx, "leaves:w", "new", 0).Err() }()
@@ -428,15 +419,9 @@ func TestHotRefillWithdrawnOnItsContext(t *testing.T) {
 		if err := admin.Set(ctx, k, "old", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, k+" cached", func() bool {
-			hits := c.Stats().Hot.CacheHits
-			return c.Get(ctx, k).Val() == "old" && c.Stats().Hot.CacheHits > hits
-		})
+		cachedRead(t, c, k, "old")
 	}
-	gate := &batchGate{}
-	c.AddHook(gate)
-	gate.close()
-	defer gate.release()
+	gate := heldGate(t, c)
 	pipelines := gate.pipelines.Load()
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
@@ -472,6 +457,27 @@ func TestHotRefillWithdrawnOnItsContext(t *testing.T) {
 	}
 }
 
+// heldGate adds a closed batchGate to c, released when the test ends
+// (before c's Close, registered earlier: a held batch would keep Close
+// waiting for its sender).
+func heldGate(t *testing.T, c *redshard.Client) *batchGate {
+	t.Helper()
+	g := &batchGate{}
+	c.AddHook(g)
+	g.close()
+	t.Cleanup(g.release)
+	return g
+}
+
+// cachedRead reads key through c until a read of want is a cache hit.
+func cachedRead(t *testing.T, c *redshard.Client, key, want string) {
+	t.Helper()
+	eventually(t, key+" cached", func() bool {
+		hits := c.Stats().Hot.CacheHits
+		return c.Get(context.Background(), key).Val() == want && c.Stats().Hot.CacheHits > hits
+	})
+}
+
 // inRefill counts the goroutines in a write-through refill, and
 // inSendBatch those sending a batch of tracked reads.
 func inRefill() int    { return stackCount("internal/hot.(*Path).refillWrite(") }
@@ -491,14 +497,8 @@ func TestHotMissAndRefillOfOneKeyInOneBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, k+" cached", func() bool { // its GET only: STRLEN has not been read
-		hits := c.Stats().Hot.CacheHits
-		return c.Get(ctx, k).Val() == "v1" && c.Stats().Hot.CacheHits > hits
-	})
-	gate := &batchGate{}
-	c.AddHook(gate)
-	gate.close()
-	defer gate.release()
+	cachedRead(t, c, k, "v1") // its GET only: STRLEN has not been read
+	gate := heldGate(t, c)
 	pipelines, reads := gate.pipelines.Load(), gate.reads.Load()
 	var wg sync.WaitGroup
 	errs := make(chan error, 3)
@@ -572,7 +572,7 @@ func TestHotTrackedReadOnFrozenShard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() }) // after heldGate's release
 	probe, key := keyOn(c, "shard-1", "frozen:probe"), keyOn(c, "shard-1", "frozen:key")
 	admin := servers[1].Client(t)
 	for _, k := range []string{probe, key} {
@@ -581,10 +581,7 @@ func TestHotTrackedReadOnFrozenShard(t *testing.T) {
 		}
 	}
 	cachedAndTracked(t, c, "shard-1", probe, "v")
-	gate := &batchGate{}
-	c.AddHook(gate)
-	gate.close()
-	defer gate.release()
+	gate := heldGate(t, c)
 	got := make(chan error, 1)
 	go func() { got <- c.Get(ctx, key).Err() }()
 	eventually(t, "the miss's batch held", func() bool { return gate.held.Load() == 1 })
