@@ -45,6 +45,7 @@ type benchConfig struct {
 	first      bool     // run the comparisons before redshard
 	rounds     int      // times the sequence of runs is repeated (--rounds)
 	cpuProfile string
+	memProfile string
 	preload    bool
 	cleanup    bool
 	autopipe   bool // also run redshard with Options.AutoPipeline
@@ -139,7 +140,8 @@ includes the servers, which run in this process).`)
 	f.StringVar(&compare, "compare", "", "also run the workload through these `systems`, comma-separated: goredis-ring (go-redis's redis.Ring), goredis-autopipeline (go-redis's AutoPipeline on the first shard alone), goredis-autopipeline-per-shard (go-redis's AutoPipeline of each shard's client, keys placed by redshard's ring), rueidis-per-shard (a rueidis client per shard, DisableCache, keys placed by redshard's ring), rueidis-csc-per-shard (a rueidis client per shard, DoCache with OPTIN tracking and a 1-minute TTL, keys placed by redshard's ring; real servers only), goredis-csc-per-shard (a go-redis client per shard with its ClientSideCacheConfig, RESP3, keys placed by redshard's ring; real servers only)")
 	f.BoolVar(&c.first, "compare-first", false, "with --compare, run the comparisons before redshard (to check the order does not matter)")
 	f.IntVar(&c.rounds, "rounds", 1, "with --compare, run the whole sequence of runs this many times, and report every round's ratios to each compared system and their medians (one round's ratio can be off by a third on a busy or small machine)")
-	f.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole command to `file` (go tool pprof)")
+	f.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole command to `file` (go tool pprof); each run's samples carry the label system=NAME (go tool pprof -tagfocus system=redshard), except the garbage collector's background work")
+	f.StringVar(&c.memProfile, "memprofile", "", "write a profile of the whole command's allocations to `file` at the end (go tool pprof -sample_index=alloc_space)")
 	f.BoolVar(&c.preload, "preload", true, "write every key before the run, so reads hit")
 	f.BoolVar(&c.cleanup, "cleanup", true, "with real servers, delete the workload's keys at the end")
 	f.BoolVar(&c.autopipe, "autopipeline", false, "also run redshard with Options.AutoPipeline, in the same invocation")
@@ -228,6 +230,17 @@ includes the servers, which run in this process).`)
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if c.memProfile != "" {
+		// Created now, so that a bad name fails before the runs.
+		mf, err := os.Create(c.memProfile)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			_ = pprof.Lookup("allocs").WriteTo(mf, 0)
+			mf.Close()
+		}()
+	}
 	systems := []string{"redshard"}
 	if c.autopipe {
 		systems = append(systems, "redshard-autopipeline")
@@ -265,7 +278,13 @@ includes the servers, which run in this process).`)
 			} else {
 				fmt.Fprintf(stderr, "bench: running %s for %v...\n", sys, c.duration)
 			}
-			r, err := c.runOne(ctx, sys, fl, round == 0 && i == 0)
+			// The run's goroutines, and those its clients start, carry
+			// the label system=sys in a --cpuprofile.
+			var r *result
+			var err error
+			pprof.Do(ctx, pprof.Labels("system", sys), func(ctx context.Context) {
+				r, err = c.runOne(ctx, sys, fl, round == 0 && i == 0)
+			})
 			if err != nil {
 				return fmt.Errorf("%s: %w", sys, err)
 			}

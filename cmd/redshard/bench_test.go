@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"image/png"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -188,6 +191,55 @@ func TestBenchRounds(t *testing.T) {
 	if code, _, errOut := runCmd(t, benchArgs("--rounds", "2")...); code == exitOK || !strings.Contains(errOut, "give --compare") {
 		t.Errorf("--rounds without --compare: exit %d, %s; want a usage error", code, errOut)
 	}
+}
+
+// TestBenchProfiles: --cpuprofile and --memprofile write profiles, and
+// the CPU profile's samples carry each run's system label, so that one
+// system's time can be told from another's.
+func TestBenchProfiles(t *testing.T) {
+	dir := t.TempDir()
+	cpu, mem := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "mem.prof")
+	code, out, errOut := runCmd(t, benchArgs("--compare", "goredis-ring", "--cpuprofile", cpu, "--memprofile", mem)...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, f := range []string{cpu, mem} {
+		raw := readGzip(t, f)
+		if len(raw) == 0 {
+			t.Errorf("%s: empty profile", f)
+		}
+		if f == cpu {
+			// The profile's string table holds the labels' keys and values.
+			for _, want := range []string{"system", "redshard", "goredis-ring"} {
+				if !bytes.Contains(raw, []byte(want)) {
+					t.Errorf("the CPU profile names no %q", want)
+				}
+			}
+		}
+	}
+	if code, _, _ := runCmd(t, benchArgs("--memprofile", filepath.Join(dir, "no", "such", "dir"))...); code == exitOK {
+		t.Error("--memprofile in a missing directory: exit 0; want a failure before the runs")
+	}
+}
+
+// readGzip returns the decompressed content of the gzip file f (a pprof
+// profile).
+func readGzip(t *testing.T, f string) []byte {
+	t.Helper()
+	fh, err := os.Open(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	zr, err := gzip.NewReader(fh)
+	if err != nil {
+		t.Fatalf("%s: %v", f, err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("%s: %v", f, err)
+	}
+	return raw
 }
 
 // TestBenchCompareAutoPipeline: --compare with a list runs every system in

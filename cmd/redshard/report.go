@@ -146,7 +146,8 @@ func (r *result) metrics() [][2]string {
 			)
 		}
 		if h.Mitigation == redshard.LocalCache {
-			m = append(m, [2]string{"invalidation", invalidationSummary(h.Shards)})
+			m = append(m, [2]string{"invalidation", invalidationSummary(h.Shards)},
+				[2]string{"keys invalidated by the servers", fmt.Sprint(h.Invalidations)})
 		}
 	}
 	return m
