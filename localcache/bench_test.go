@@ -3,6 +3,7 @@ package localcache_test
 import (
 	"math/rand/v2"
 	"strconv"
+	"sync/atomic"
 	"testing"
 )
 
@@ -79,4 +80,44 @@ func BenchmarkSet(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkGetZipf reads keys drawn from a Zipf distribution (s=1.2) over
+// a million names, as redshard bench's zipf workload does, from a cache
+// holding the 100,000 most read ones: the hits of a skewed workload, with
+// the key space's memory traffic that BenchmarkGet's few keys do not have.
+func BenchmarkGetZipf(b *testing.B) {
+	const held, space, draws = 100_000, 1_000_000, 1 << 20
+	c := newCache(b, nil)
+	keys := make([]string, space)
+	for i := range keys {
+		keys[i] = "bp:key:" + strconv.Itoa(i)
+	}
+	for i := range held {
+		c.Set(i%4, keys[i], "get", keys[i], 100, hour)
+		if i%1024 == 0 {
+			c.Wait() // ristretto drops sets its buffer cannot take
+		}
+	}
+	c.Wait()
+	z := rand.NewZipf(rand.New(rand.NewPCG(1, 2)), 1.2, 1, space-1)
+	order := make([]int, draws)
+	for i := range order {
+		order[i] = int(z.Uint64())
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var hits atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		i, n := rand.IntN(draws), int64(0)
+		for pb.Next() {
+			k := order[i&(draws-1)]
+			if _, ok := c.Get(k%4, keys[k], "get"); ok {
+				n++
+			}
+			i++
+		}
+		hits.Add(n)
+	})
+	b.ReportMetric(float64(hits.Load())/float64(b.N), "hits/op")
 }
