@@ -137,3 +137,28 @@ var hotKeyNames = func() (n [16]string) {
 }()
 
 func hotKeyName(i int) string { return hotKeyNames[i] }
+
+// BenchmarkHotPipelineWrites is a pipeline of 100 SETs of keys that are
+// not hot, with LocalCache on: what the hot-key layer adds to a batch it
+// answers nothing of (every write is noted, and invalidated once it ran).
+func BenchmarkHotPipelineWrites(b *testing.B) {
+	c := hotBenchClient(b, 1, false)
+	ctx := context.Background()
+	keys := make([]string, 100)
+	for i := range keys {
+		keys[i] = fmt.Sprint("cold", i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range keys {
+				p.Set(ctx, k, "v", 0)
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -335,7 +335,7 @@ func (c *client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 	var after []sub // sent once the pipelines are done
 	var finishes []func()
 	var moved []string // keys to hand off before the pipeline runs
-	var writes []write
+	var writes notes
 	var perServer []int                       // indexes into sends of TIME and the like, placed once the keys' shard is known
 	hp := c.hot.Pipeline((*hotTopology)(top)) // answers hot reads from the local cache
 	var buf [8]int
@@ -359,7 +359,7 @@ func (c *client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 			}
 		}
 		if err == nil {
-			writes = c.noteWrite(writes, info, cmd, keys)
+			c.note(&writes, len(cmds), info, cmd, keys)
 		}
 		if err == nil && top.guarded && info.Class != command.Fanout && info.Class != command.Scan && info.Class != command.Channel {
 			for _, k := range keys {
@@ -434,7 +434,7 @@ func (c *client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 	for _, f := range finishes {
 		f()
 	}
-	c.wrote(top, writes)
+	c.wrote(top, &writes)
 	return firstErr(cmds)
 }
 
@@ -512,27 +512,44 @@ type write struct {
 	cmd  redis.Cmder // a read's, for its error; nil for a write
 }
 
-// noteWrite appends cmd to writes when the hot-key layer needs to know,
-// and counts a read's keys toward hot-key detection.
-func (c *client) noteWrite(writes []write, info command.Info, cmd redis.Cmder, keys []int) []write {
+// notes are the commands of a pipeline or transaction that the hot-key
+// layer must hear of once they have run (see write), with their keys in
+// one array for the whole batch: a few allocations per batch, not one per
+// command.
+type notes struct {
+	writes []write
+	keys   []int
+}
+
+// note records cmd in n when the hot-key layer needs to know, and counts a
+// read's keys toward hot-key detection. batch is the number of commands of
+// the batch, to size n once.
+func (c *client) note(n *notes, batch int, info command.Info, cmd redis.Cmder, keys []int) {
 	if c.hot == nil {
-		return writes
+		return
 	}
 	args := cmd.Args()
 	if !info.MayWrite() {
 		c.hot.Observe(args, keys)
 		if len(keys) == 0 {
-			return writes
+			return
 		}
-		return append(writes, write{info, args, append([]int(nil), keys...), cmd})
+	} else {
+		cmd = nil
 	}
-	return append(writes, write{info, args, append([]int(nil), keys...), nil})
+	if n.writes == nil {
+		n.writes = make([]write, 0, batch)
+		n.keys = make([]int, 0, batch)
+	}
+	start := len(n.keys)
+	n.keys = append(n.keys, keys...)
+	n.writes = append(n.writes, write{info, args, n.keys[start:len(n.keys):len(n.keys)], cmd})
 }
 
-// wrote tells the hot-key layer of the writes and reads noted in writes,
-// once their batch has run.
-func (c *client) wrote(top *topology, writes []write) {
-	for _, w := range writes {
+// wrote tells the hot-key layer of the writes and reads noted in n, once
+// their batch has run.
+func (c *client) wrote(top *topology, n *notes) {
+	for _, w := range n.writes {
 		if w.cmd != nil {
 			c.hot.Served(w.info, w.args, w.keys, w.cmd.Err())
 		} else {
@@ -552,7 +569,7 @@ func (c *client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 	defer top.exit(slot)
 	target, firstKey := -1, ""
 	var moved []string
-	var writes []write
+	var writes notes
 	var perServer redis.Cmder // a TIME or the like: it needs a key to choose the shard
 	var buf [8]int
 	for _, cmd := range cmds {
@@ -566,7 +583,7 @@ func (c *client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 			}
 		}
 		if err == nil {
-			writes = c.noteWrite(writes, info, cmd, keys)
+			c.note(&writes, len(cmds), info, cmd, keys)
 		}
 		if err != nil {
 			err = fmt.Errorf("transaction not sent: %w", err)
@@ -605,7 +622,7 @@ func (c *client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 		}
 		return nil
 	})
-	c.wrote(top, writes)
+	c.wrote(top, &writes)
 	return err
 }
 
