@@ -162,7 +162,9 @@ var plainSubKeys = func() map[string][replyval.KindCmd + 1]string {
 var getSubKey = plainSubKeys["get"][replyval.KindString]
 
 // admits reports whether a read of key on shard s, a key the detector does
-// not find hot, goes through the local cache all the same: the cache
+// not find hot, goes through the local cache all the same (a tracked
+// shard's reads without AutoPipeline take admittedRead, which asks the
+// same after a hit was looked for): the cache
 // admits it (localcache.Cache.Admit, which counts this read: any key while
 // the cache has room, a key its frequency sketch finds read before once it
 // is full), and the shard's server tracks the keys it caches, so that the

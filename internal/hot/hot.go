@@ -293,6 +293,10 @@ func (h *Path) Process(ctx context.Context, top Topology, info command.Info, cmd
 		h.det.Observe(command.Arg(args[k]))
 	}
 	if !hot && len(keys) == 1 && h.cache != nil && cacheable[info.Name] {
+		if h.opt.Mitigation == LocalCache && !s.AutoPipelined() &&
+			InvalidationState(s.HotState().state.Load()) == InvalidationTracking {
+			return h.admittedRead(ctx, top, s, info, cmd, key, keys, blocking)
+		}
 		hot = h.admits(ctx, s, key) // read often enough to cache, if not hot
 	}
 	if len(keys) != 1 || !hot {
@@ -312,6 +316,31 @@ func (h *Path) Process(ctx context.Context, top Topology, info command.Info, cmd
 	}
 	err := s.Send(ctx, cmd, blocking)
 	h.Served(info, args, keys, err)
+	return err
+}
+
+// admittedRead is Process for a cacheable one-key read of a key the
+// detector does not find hot, on a shard that tracks (LocalCache, no
+// AutoPipeline): the cache answers it if it holds the reply (a hit is not
+// counted by Admit: its sketch only decides what a miss caches), else it
+// is read through the cache if Admit says so (see admits), else sent as it
+// is.
+func (h *Path) admittedRead(ctx context.Context, top Topology, s Backend, info command.Info, cmd redis.Cmder, key string, keys []int, blocking bool) error {
+	if kind := replyKind(cmd); kind != 0 {
+		hs := s.HotState()
+		sub := subKey(kind, info.Name, cmd.Args(), keys[0])
+		if h.hit(hs, key, sub, cmd) {
+			return cmd.Err()
+		}
+		if h.cache.Admit(key) {
+			if h.awaitRefill(ctx, hs, key, sub, cmd) {
+				return cmd.Err()
+			}
+			return h.missedRead(ctx, top, s, hs, key, sub, cmd)
+		}
+	}
+	err := s.Send(ctx, cmd, blocking)
+	h.Served(info, cmd.Args(), keys, err)
 	return err
 }
 

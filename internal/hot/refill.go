@@ -300,15 +300,21 @@ func (h *Path) refillWrite(ctx context.Context, s Backend, name, key string, cmd
 		return true
 	}
 	// The PUBLISH reached a subscriber: the mark comes, or the connection
-	// is lost and drop ends the wait (see markWait).
-	timer := time.NewTimer(markWait)
-	defer timer.Stop()
+	// is lost and drop ends the wait (see markWait). It has mostly come
+	// already (it left the server before the batch's replies): no timer
+	// then.
 	select {
 	case <-r.done:
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return true
+	default:
+		timer := time.NewTimer(markWait)
+		defer timer.Stop()
+		select {
+		case <-r.done:
+		case <-timer.C:
+			return true
+		case <-ctx.Done():
+			return true
+		}
 	}
 	if !r.marked || hs.live.Load() != id {
 		return true
