@@ -117,9 +117,7 @@ func (c *Cache) Get(shard int, key, cmd string) (val any, ok bool) {
 	r := rand.Uint32()
 	st := c.stats.stripe(r)
 	// The front index first: no lock, no write but the counter.
-	if e := c.front.slot(h).Load(); e != nil && !c.shut.Load() &&
-		e.shard == shard && e.key == key && e.cmd == cmd &&
-		e.stamp == c.gens.current(kh, h, shard) && c.elapsed() < e.expires {
+	if e := c.inFront(kh, h, shard, key, cmd); e != nil {
 		st.hits.Add(1)
 		return e.val, true
 	}
@@ -145,6 +143,37 @@ func (c *Cache) Get(shard int, key, cmd string) (val any, ok bool) {
 	}
 	st.misses.Add(1)
 	return nil, false
+}
+
+// Recent is Get for a reply stored (or found by a Get) lately: it looks
+// in the front index only, where such a reply is unless it is larger than
+// VisibleAtOnce allows or a later one displaced it, and never in ristretto.
+// A caller that has just missed uses it to see whether a concurrent fill
+// has stored the reply meanwhile, without a second full lookup. What it
+// returns passes Get's checks; a hit is counted as Get counts one, and a
+// miss is not counted (the caller's Get counted it).
+func (c *Cache) Recent(shard int, key, cmd string) (val any, ok bool) {
+	if c == nil {
+		return nil, false
+	}
+	kh := xxhash.Sum64String(key)
+	if e := c.inFront(kh, refHash(kh, shard, cmd), shard, key, cmd); e != nil {
+		c.stats.stripe(rand.Uint32()).hits.Add(1)
+		return e.val, true
+	}
+	return nil, false
+}
+
+// inFront returns the entry of (shard, key with hash kh, cmd), whose
+// ristretto hash is h, if the front index holds it and Get may return it:
+// not invalidated since its ticket, not expired, the cache open.
+func (c *Cache) inFront(kh, h uint64, shard int, key, cmd string) *entry {
+	e := c.front.slot(h).Load()
+	if e != nil && !c.shut.Load() && e.shard == shard && e.key == key && e.cmd == cmd &&
+		e.stamp == c.gens.current(kh, h, shard) && c.elapsed() < e.expires {
+		return e
+	}
+	return nil
 }
 
 // elapsed reads the clock of entry expiry, in ns since base: the injected

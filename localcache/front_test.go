@@ -108,3 +108,43 @@ func TestSmallFillVisibleAtOnce(t *testing.T) {
 		t.Fatal("a 64 KiB reply is said to be visible at once")
 	}
 }
+
+// TestRecent: Recent answers what a store just made visible, from the front
+// index alone, with Get's checks, counting a hit but not a miss; a reply
+// too large for the front index is left to Get.
+func TestRecent(t *testing.T) {
+	c := newCache(t, nil)
+	if v, ok := c.Recent(1, "k", "get"); ok {
+		t.Fatalf("Recent on an empty cache = %v; want a miss", v)
+	}
+	if !c.Set(1, "k", "get", "v1", 2, hour) {
+		t.Fatal("Set refused")
+	}
+	if v, ok := c.Recent(1, "k", "get"); !ok || v != "v1" {
+		t.Fatalf("Recent after Set = %v, %v; want v1", v, ok)
+	}
+	if v, ok := c.Recent(2, "k", "get"); ok {
+		t.Fatalf("Recent of another shard = %v; want a miss", v)
+	}
+	if got := c.Stats(); got.Hits != 1 || got.Misses != 0 {
+		t.Errorf("Stats hits %d, misses %d; want 1 and 0 (a miss of Recent is not counted)", got.Hits, got.Misses)
+	}
+	c.InvalidateKey("k")
+	if v, ok := c.Recent(1, "k", "get"); ok {
+		t.Fatalf("Recent after InvalidateKey = %v; want a miss", v)
+	}
+	big := int64(1 << 13) // beyond the default MaxBytes/frontShare
+	if c.VisibleAtOnce("b", "get", big) {
+		t.Fatalf("a %d-byte reply is visible at once", big)
+	}
+	if !c.Set(1, "b", "get", "big", big, hour) {
+		t.Fatal("Set of the large reply refused")
+	}
+	c.Wait()
+	if _, ok := c.Get(1, "b", "get"); !ok {
+		t.Fatal("Get misses the large reply after Wait")
+	}
+	if v, ok := c.Recent(1, "b", "get"); ok {
+		t.Fatalf("Recent of a reply too large for the front index = %v; want a miss", v)
+	}
+}

@@ -211,8 +211,8 @@ func (h *Path) missedRead(ctx context.Context, top Topology, s Backend, hs *Shar
 	// tracking connection and reply returned from the shard bumps: a read
 	// that starts after one of those never shares a read sent before it.
 	t := h.cache.FillTicket(hs.id, key, sub)
-	fk := make([]byte, 0, 80+len(sub)+len(key))
-	fk = append(fk, 'r')
+	var buf [128]byte // the name of most misses fits: one allocation, the string
+	fk := append(buf[:0], 'r')
 	fk = strconv.AppendUint(fk, top.Epoch(), 10)
 	fk = append(fk, '/')
 	fk = strconv.AppendInt(fk, int64(hs.id), 10)
@@ -328,8 +328,9 @@ type missTable struct {
 }
 
 // join returns the miss named name in progress (joined true), or
-// registers r under that name.
-func (t *missTable) join(name string, r *trackedReq) (cur *trackedReq, joined bool) {
+// registers the one mk makes under that name. A caller that joins makes
+// nothing.
+func (t *missTable) join(name string, mk func() *trackedReq) (cur *trackedReq, joined bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if cur, ok := t.m[name]; ok {
@@ -338,6 +339,7 @@ func (t *missTable) join(name string, r *trackedReq) (cur *trackedReq, joined bo
 	if t.m == nil {
 		t.m = make(map[string]*trackedReq)
 	}
+	r := mk()
 	t.m[name] = r
 	return r, false
 }
@@ -351,9 +353,22 @@ func (t *missTable) remove(name string, r *trackedReq) {
 	}
 }
 
-// directMiss is missedRead on a shard that tracks, with a live
-// invalidation connection (id): the miss joins the shard's next batch of
-// tracked reads itself, with no flight (no goroutine, timer or
+// missFill is what a direct miss's sender needs to fill the cache with
+// its reply (directFill): the miss's shard, its ticket (taken before
+// anything was sent), the key and the reply's sub-key. It is part of the
+// miss's trackedReq, made with it.
+type missFill struct {
+	s        Backend
+	t        localcache.Ticket
+	key, sub string
+}
+
+// directMiss is missedRead on a shard whose invalidation connection is
+// live (id): the read goes, tracked, in the shard's next batch (see
+// Shard.enqueue) instead of a flight of its own, so that the misses of
+// many callers share round trips. Callers missing the same reply at the
+// same time share one read (missTable, by the flight's name), and the
+// caller that registers it queues it (no goroutine and no
 // singleflight call of its own), and waits for the batch or for ctx. The
 // rules are the flight's: callers share a read only under the same name
 // (t's counters: see missedRead); the read is sent detached from their
@@ -361,15 +376,22 @@ func (t *missTable) remove(name string, r *trackedReq) {
 // through Fill or Supersede (directFill, run by the batch's sender) before
 // any caller returns it.
 func (h *Path) directMiss(ctx context.Context, s Backend, hs *Shard, t localcache.Ticket, name string, id int64, key, sub string, cmd redis.Cmder) error {
-	r := &trackedReq{ctx: ctx, id: id, key: name, done: make(chan struct{})}
-	cur, joined := hs.misses.join(name, r)
+	var made *directReq
+	cur, joined := hs.misses.join(name, func() *trackedReq {
+		made = &directReq{fill: missFill{s: s, t: t, key: key, sub: sub}}
+		made.req = trackedReq{ctx: ctx, id: id, key: name, done: make(chan struct{})}
+		return &made.req
+	})
 	if directMissHook != nil {
 		directMissHook(joined)
 	}
 	if !joined {
+		r := cur
 		// A miss that ended just before this one started may have cached
-		// the reply (it waits until the cache shows it before ending).
-		if v, ok := h.cache.Get(hs.id, key, sub); ok {
+		// the reply (it waits until the cache shows it before ending). Such
+		// a reply was just stored or read: the cache's front index holds it
+		// if any part of the cache does quickly.
+		if v, ok := h.cache.Recent(hs.id, key, sub); ok {
 			r.rep = v.(*reply) // for a caller that joined meanwhile
 			hs.misses.remove(name, r)
 			close(r.done)
@@ -382,9 +404,7 @@ func (h *Path) directMiss(ctx context.Context, s Backend, hs *Shard, t localcach
 			// MaxStaleness, which needs no TTL (lifetime).
 			r.ttlKey = key
 		}
-		r.complete = func(ctx context.Context, r *trackedReq) bool {
-			return h.directFill(ctx, s, hs, t, id, key, sub, r)
-		}
+		r.fill = &made.fill
 		hs.enqueue(r)
 	}
 	select {
@@ -399,12 +419,20 @@ func (h *Path) directMiss(ctx context.Context, s Backend, hs *Shard, t localcach
 	return cur.rep.apply(cmd)
 }
 
+// directReq is a direct miss's request and what its fill needs, in one
+// allocation.
+type directReq struct {
+	req  trackedReq
+	fill missFill
+}
+
 // directFill is what fetch does after a tracked read, for a direct miss
 // r, in its batch's sender: it sets r.rep and reports whether it filled
 // the cache with an entry Get does not see at once (the sender then waits
 // once, for the whole batch, until the cache shows the entries). A read whose batch failed is sent again
 // untracked and stores nothing.
-func (h *Path) directFill(ctx context.Context, s Backend, hs *Shard, t localcache.Ticket, id int64, key, sub string, r *trackedReq) bool {
+func (h *Path) directFill(ctx context.Context, hs *Shard, r *trackedReq) bool {
+	f := r.fill
 	if r.closed {
 		r.rep = &reply{err: redis.ErrClosed}
 		return false
@@ -412,19 +440,19 @@ func (h *Path) directFill(ctx context.Context, s Backend, hs *Shard, t localcach
 	store := r.ok
 	if r.failed {
 		store = false
-		h.resend(ctx, s, r.cmd)
+		h.resend(ctx, f.s, r.cmd)
 	}
 	r.rep = replyOf(r.cmd)
 	if !r.rep.cacheable() {
 		return false // an error: no value of the key goes back to the caller
 	}
-	if store && hs.live.Load() == id {
+	if store && hs.live.Load() == r.id {
 		if life := h.lifetime(r.pttl, r.sent, r.rep.err); life > 0 {
 			size := sizeOf(r.rep.val)
-			return h.cache.Fill(t, r.rep, size, life) && !h.cache.VisibleAtOnce(key, sub, size)
+			return h.cache.Fill(f.t, r.rep, size, life) && !h.cache.VisibleAtOnce(f.key, f.sub, size)
 		}
 	}
-	h.cache.Supersede(key)
+	h.cache.Supersede(f.key)
 	return false
 }
 

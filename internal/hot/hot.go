@@ -157,7 +157,8 @@ type Path struct {
 
 // hotCounters are the hot-key layer's event counters.
 type hotCounters struct {
-	hits, misses  atomic.Int64 // LocalCache reads answered locally / not
+	hits          stripedCount // LocalCache reads answered locally
+	misses        atomic.Int64 // LocalCache reads not answered locally
 	coalesced     atomic.Int64 // callers that shared another caller's flight
 	splitReads    atomic.Int64 // reads answered by a split copy
 	fallbacks     atomic.Int64 // copy reads that went on to the owner

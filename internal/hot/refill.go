@@ -82,11 +82,6 @@ type refill struct {
 // PUBSUB CHANNELS leaves them out: they are redshard's, not the caller's.
 const MarkChannelPrefix = "__redshard__:mark:"
 
-// markChannel names the shard's mark channel: this client's, this shard's.
-func (hs *Shard) markChannel() string {
-	return MarkChannelPrefix + hs.h.instance + ":" + strconv.Itoa(hs.id)
-}
-
 // start registers a refill of key and takes its ticket, under the lock the
 // receiver holds to bump and count: an invalidation is counted exactly
 // when it bumped the key's counter after the ticket was taken.

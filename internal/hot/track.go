@@ -64,6 +64,9 @@ type Shard struct {
 	h  *Path
 	b  Backend // the owner, whose close closes this
 	id int     // the shard's number in the local cache
+	// mark is the shard's mark channel: MarkChannelPrefix, this
+	// client's instance, ":" and id. It is named once.
+	mark string
 
 	state atomic.Int32 // an InvalidationState
 
@@ -118,6 +121,7 @@ const idleTracked = 64
 // backend calls it, once per backend (see Backend.HotState).
 func (h *Path) NewShard(b Backend, closed bool) *Shard {
 	hs := &Shard{h: h, b: b, id: int(h.nextID.Add(1)), closed: closed}
+	hs.mark = MarkChannelPrefix + h.instance + ":" + strconv.Itoa(hs.id)
 	hs.batch.signal = make(chan struct{}, 1)
 	if h.opt.Mitigation != LocalCache || h.opt.Tracking == TrackingOff {
 		hs.state.Store(int32(InvalidationOff))
@@ -310,7 +314,7 @@ const maxTrackedBatches = 2
 
 // trackedReq is one miss's tracked read in a shard's batcher: the read,
 // the invalidation connection it is redirected to, and what came of it.
-// Its batch's sender sets ok and failed, runs complete, and then closes
+// Its batch's sender sets ok and failed, fills (a direct miss), and then closes
 // done; nothing else writes it after it is queued.
 type trackedReq struct {
 	ctx context.Context // the asking caller's: its values go with the batch (hooks), not its cancellation
@@ -338,12 +342,13 @@ type trackedReq struct {
 	failed bool // the batch failed other than by a server's reply: nothing is known of the read
 	closed bool // never sent: the shard or the client closed first (cmd holds redis.ErrClosed)
 
-	// complete, if set, runs in the sender once the batch is back, before
-	// done closes: a direct miss's fill (see Path.directMiss), which must
-	// not depend on a caller that may have given up.
-	complete func(ctx context.Context, r *trackedReq) (filled bool)
-	rep      *reply // complete's outcome, for the callers
-	key      string // the miss's name in the shard's missTable ("" for none)
+	// fill, if set, makes r a direct miss (see Path.directMiss): the
+	// sender runs Path.directFill with it once the batch is back, before
+	// done closes, a fill which must not depend on a caller that may have
+	// given up.
+	fill *missFill
+	rep  *reply // directFill's outcome, for the callers
+	key  string // the miss's name in the shard's missTable ("" for none)
 
 	done chan struct{}
 }
@@ -379,7 +384,7 @@ func (hs *Shard) trackedRead(ctx context.Context, id int64, key string, cmd redi
 func (r *trackedReq) delivered() bool { return !r.failed && !r.closed }
 
 // enqueue hands r to the shard's senders, or, once they are gone, ends it
-// at once as closed (its complete still runs).
+// at once as closed (a direct miss's fill still runs).
 //
 // Each read is two commands on the wire, CLIENT CACHING YES and the read,
 // and a third, PTTL of its key, when r.ttlKey is set (a key read again or
@@ -487,7 +492,7 @@ func (hs *Shard) finish(ctx context.Context, batch []*trackedReq, closed bool) {
 			r.closed = true
 			r.cmd.SetErr(redis.ErrClosed)
 		}
-		if r.complete != nil && r.complete(ctx, r) {
+		if r.fill != nil && hs.h.directFill(ctx, hs, r) {
 			filled = true
 		}
 	}
@@ -520,7 +525,7 @@ func (hs *Shard) sendBatch(ctx context.Context, batch []*trackedReq) {
 			r.on = on
 			if r.write != nil {
 				_ = p.Process(ctx, r.write)
-				r.mark = p.Publish(ctx, hs.markChannel(), r.token)
+				r.mark = p.Publish(ctx, hs.mark, r.token)
 			}
 			// CACHING YES must come right before the read.
 			r.caching = p.Do(ctx, "client", "caching", "yes")
@@ -637,7 +642,7 @@ func (hs *Shard) subscribe(ctx context.Context) {
 	defer close(hs.done)
 	var pause time.Duration
 	for ctx.Err() == nil {
-		ps := hs.sub.Subscribe(ctx, invalidateChannel, hs.markChannel())
+		ps := hs.sub.Subscribe(ctx, invalidateChannel, hs.mark)
 		hs.mu.Lock()
 		if hs.closed {
 			hs.mu.Unlock()
@@ -693,7 +698,7 @@ func (hs *Shard) receive(ctx context.Context, ps *redis.PubSub) (wasLive bool) {
 			}
 		case *redis.Message:
 			if m.Channel != invalidateChannel {
-				if m.Channel == hs.markChannel() {
+				if m.Channel == hs.mark {
 					hs.refills.marked(m.Payload)
 				}
 				continue
