@@ -94,7 +94,10 @@ const defaultCopies = 3
 // without HotKeyOptions. With LocalCache, on a shard whose server tracks
 // and without Options.AutoPipeline, a single-key read of a key that is not
 // hot is cached too once the cache's frequency sketch has seen the key
-// read before (localcache.Cache.Admit; see docs/hot-reads.md).
+// read before (localcache.Cache.Admit; see docs/hot-reads.md). The cached
+// replies of such keys are counted by the detector four hits at a time
+// (up to three hits of each cached reply go uncounted), so that a hit
+// rarely takes the detector's lock.
 //
 // The read-only commands served from the local cache are GET, GETRANGE,
 // SUBSTR, STRLEN, GETBIT, BITCOUNT, HGET, HMGET, HGETALL, HEXISTS, HLEN,

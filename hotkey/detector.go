@@ -100,6 +100,17 @@ func (d *Detector) Observe(key string) {
 	d.observe(key, xxhash.Sum64String(key), 1, true)
 }
 
+// ObserveN counts n occurrences of key at once, as n calls of Observe
+// would, all charged at the time of this call. A caller that counts a
+// sample of its stream (one occurrence in n, at weight n) uses it. n < 1
+// counts nothing.
+func (d *Detector) ObserveN(key string, n int) {
+	if d == nil || n < 1 {
+		return
+	}
+	d.observe(key, xxhash.Sum64String(key), int64(n), true)
+}
+
 // hotBatch is how many observations of a hot key ObserveHot counts on the
 // key's own counter before adding them to its shard's summary at once.
 const hotBatch = 16

@@ -68,3 +68,48 @@ func TestObserveHot(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestObserveN: ObserveN(k, n) counts as n calls of Observe at the same
+// instant, and a key counted one time in four at weight 4 ends with the
+// rate of a key counted every time.
+func TestObserveN(t *testing.T) {
+	clk := newFakeClock()
+	one := mustNew(t, &hotkey.Config{Window: 10 * time.Second, Now: clk.Now})
+	many := mustNew(t, &hotkey.Config{Window: 10 * time.Second, Now: clk.Now})
+	for i := range 40_000 {
+		clk.Advance(time.Millisecond)
+		if i%2 == 0 { // a at 500/s
+			one.Observe("a")
+			if i%8 == 6 {
+				many.ObserveN("a", 4)
+			}
+		}
+		if i%10 == 0 { // b at 100/s, the same on both
+			one.Observe("b")
+			many.Observe("b")
+		}
+	}
+	many.ObserveN("c", 0) // counts nothing
+	rates := func(d *hotkey.Detector) map[string]float64 {
+		m := map[string]float64{}
+		for _, k := range d.Top(10) {
+			m[k.Key] = k.Rate
+		}
+		return m
+	}
+	r1, rn := rates(one), rates(many)
+	if math.Abs(r1["a"]-500) > 25 || math.Abs(rn["a"]-r1["a"]) > 0.01*r1["a"] {
+		t.Errorf("rate of a: %v observed one by one, %v four at a time; want both about 500/s and within 1%%", r1["a"], rn["a"])
+	}
+	if _, ok := rn["c"]; ok {
+		t.Error("ObserveN(c, 0) counted c")
+	}
+	if one.IsHot("a") != many.IsHot("a") {
+		t.Errorf("IsHot(a): %v observed one by one, %v four at a time", one.IsHot("a"), many.IsHot("a"))
+	}
+	for _, d := range []*hotkey.Detector{one, many} {
+		if err := d.CheckInvariants(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -45,9 +45,10 @@ type entry struct {
 	cmd     string
 	val     any
 	stamp   stamp
-	expires int64  // ns since Cache.base (see Cache.elapsed)
-	cost    int64  // as charged to ristretto
-	seq     uint64 // order of the SetWithTicket calls that made entries
+	expires int64         // ns since Cache.base (see Cache.elapsed)
+	cost    int64         // as charged to ristretto
+	seq     uint64        // order of the SetWithTicket calls that made entries
+	reads   atomic.Uint32 // GetCounted's count
 }
 
 // same reports whether e and o are replies of the same (shard, key, cmd).
@@ -109,8 +110,30 @@ func refHash(kh uint64, shard int, cmd string) uint64 {
 // whole cache was invalidated after the reply's Ticket was taken. The
 // returned value is shared: do not modify it.
 func (c *Cache) Get(shard int, key, cmd string) (val any, ok bool) {
-	if c == nil {
+	e := c.get(shard, key, cmd)
+	if e == nil {
 		return nil, false
+	}
+	return e.val, true
+}
+
+// GetCounted is Get that also returns how many times the reply has been
+// returned by GetCounted, this time included (its reads, from 1), so that
+// a caller can count a fraction of its reads elsewhere (one in n, at
+// weight n) and still count every key's reads exactly, give or take n-1
+// per cached reply. It costs an atomic add on the entry, which Get spares.
+func (c *Cache) GetCounted(shard int, key, cmd string) (val any, reads uint32, ok bool) {
+	e := c.get(shard, key, cmd)
+	if e == nil {
+		return nil, 0, false
+	}
+	return e.val, e.reads.Add(1), true
+}
+
+// get is Get's lookup: the entry, or nil for a miss.
+func (c *Cache) get(shard int, key, cmd string) *entry {
+	if c == nil {
+		return nil
 	}
 	kh := xxhash.Sum64String(key)
 	h := refHash(kh, shard, cmd)
@@ -119,12 +142,12 @@ func (c *Cache) Get(shard int, key, cmd string) (val any, ok bool) {
 	// The front index first: no lock, no write but the counter.
 	if e := c.inFront(kh, h, shard, key, cmd); e != nil {
 		st.hits.Add(1)
-		return e.val, true
+		return e
 	}
 	g, open := c.guard.enter(r)
 	if !open {
 		st.misses.Add(1)
-		return nil, false
+		return nil
 	}
 	e, found := c.rc.Get(h)
 	c.guard.leave(g)
@@ -139,10 +162,10 @@ func (c *Cache) Get(shard int, key, cmd string) (val any, ok bool) {
 		if e.cost <= c.maxBytes/frontShare {
 			c.front.promote(h, e)
 		}
-		return e.val, true
+		return e
 	}
 	st.misses.Add(1)
-	return nil, false
+	return nil
 }
 
 // Recent is Get for a reply stored (or found by a Get) lately: it looks

@@ -148,3 +148,25 @@ func TestRecent(t *testing.T) {
 		t.Fatalf("Recent of a reply too large for the front index = %v; want a miss", v)
 	}
 }
+
+// TestGetCounted: GetCounted numbers the returns of a reply from 1; Get
+// does not count, a miss returns 0, and a new reply of the triple starts
+// again.
+func TestGetCounted(t *testing.T) {
+	c := newCache(t, nil)
+	if _, n, ok := c.GetCounted(1, "k", "get"); ok || n != 0 {
+		t.Fatalf("GetCounted on an empty cache = %d, %v; want 0, false", n, ok)
+	}
+	c.Set(1, "k", "get", "v1", 2, hour)
+	c.Wait()
+	for want := uint32(1); want <= 3; want++ {
+		if v, n, ok := c.GetCounted(1, "k", "get"); !ok || v != "v1" || n != want {
+			t.Fatalf("GetCounted = %v, %d, %v; want v1, %d, true", v, n, ok, want)
+		}
+		c.Get(1, "k", "get")
+	}
+	c.Set(1, "k", "get", "v2", 2, hour)
+	if v, n, ok := c.GetCounted(1, "k", "get"); !ok || v != "v2" || n != 1 {
+		t.Fatalf("GetCounted of a new reply = %v, %d, %v; want v2, 1, true", v, n, ok)
+	}
+}
