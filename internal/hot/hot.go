@@ -157,7 +157,7 @@ type Path struct {
 
 // hotCounters are the hot-key layer's event counters.
 type hotCounters struct {
-	hits          stripedCount // LocalCache reads answered locally
+	hits          atomic.Int64 // LocalCache reads answered locally
 	misses        atomic.Int64 // LocalCache reads not answered locally
 	coalesced     atomic.Int64 // callers that shared another caller's flight
 	splitReads    atomic.Int64 // reads answered by a split copy
