@@ -205,7 +205,7 @@ func TestHotAdmittedCacheWithinCacheBytes(t *testing.T) {
 // TestHotAdmissionOffWithAutoPipeline: with AutoPipeline, keys that are not
 // hot are not cached (their misses would leave the AutoPipeliner's batches
 // for the shard's tracked reads, which cost more client CPU per operation
-// than they saved: Path.admits): reads of a key read many times go to the
+// than they saved: Path.cachesUnhot): reads of a key read many times go to the
 // server, and the server tracks nothing for them.
 func TestHotAdmissionOffWithAutoPipeline(t *testing.T) {
 	s := redistest.Start(t)

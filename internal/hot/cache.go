@@ -161,27 +161,30 @@ var plainSubKeys = func() map[string][replyval.KindCmd + 1]string {
 // keys are answered as.
 var getSubKey = plainSubKeys["get"][replyval.KindString]
 
-// admits reports whether a read of key on shard s, a key the detector does
-// not find hot, goes through the local cache all the same (a tracked
-// shard's reads without AutoPipeline take admittedRead, which asks the
-// same after a hit was looked for): the cache
-// admits it (localcache.Cache.Admit, which counts this read: any key while
-// the cache has room, a key its frequency sketch finds read before once it
-// is full), and the shard's server tracks the keys it caches, so that the
-// reply lags another process's write only by its invalidation. On a shard
-// without tracking only hot keys are cached, as their reply may lag such a
-// write by MaxStaleness. With AutoPipeline too: its misses would leave
-// the AutoPipeliner's batches for the shard's tracked reads (direct
-// misses, batched per shard, on connections of their own). Measured
-// again with direct misses (docs/results.md, 2026-12-05), admission there
-// raised the GETs served locally under Zipf 1.2 from 0.23-0.35 to
-// 0.65-0.76, but client CPU per operation rose from 1.13-2.16 to 1.71-3.08
-// times rueidis's (median 0.80 to 1.00 times that of LocalCache without
-// AutoPipeline in the same run), and on the celebrity workload
-// from 0.54-0.58 to 1.27-1.34 times for no local gain. A nil ctx never
-// probes an unprobed shard for tracking.
-func (h *Path) admits(ctx context.Context, s Backend, key string) bool {
-	if s.AutoPipelined() || !h.cache.Admit(key) {
+// cachesUnhot reports whether reads of keys the detector does not find hot
+// may go through the local cache on shard s. They may when the shard's
+// server tracks the keys the cache holds, so that a reply lags another
+// process's write only by its invalidation; a shard never asked is probed
+// first (not with a nil ctx). On a shard without tracking only hot keys
+// are cached, as their reply may lag such a write by MaxStaleness.
+//
+// With AutoPipeline they may not: their misses would leave the
+// AutoPipeliner's batches for the shard's tracked reads (direct misses,
+// batched per shard, on connections of their own). Measured again with
+// direct misses (docs/results.md, 2026-12-05), admission there raised the
+// GETs served locally under Zipf 1.2 from 0.23-0.35 to 0.65-0.76, but
+// client CPU per operation rose from 1.13-2.16 to 1.71-3.08 times
+// rueidis's (median 0.80 to 1.00 times that of LocalCache without
+// AutoPipeline in the same run), and on the celebrity workload from
+// 0.54-0.58 to 1.27-1.34 times for no local gain.
+//
+// Which of those keys go through the cache is the cache's to say: a read
+// the cache answers is a hit (unhotHit); a miss is read through the cache
+// when localcache.Cache.Admit says the key is worth it (any key while the
+// cache has room, a key its frequency sketch finds read before once it is
+// full), else sent as it is.
+func (h *Path) cachesUnhot(ctx context.Context, s Backend) bool {
+	if h.cache == nil || s.AutoPipelined() {
 		return false
 	}
 	hs := s.HotState()
@@ -191,6 +194,31 @@ func (h *Path) admits(ctx context.Context, s Backend, key string) bool {
 	}
 	return st == InvalidationTracking
 }
+
+// unhotHit answers cmd, a read of key named sub (see subKey), a key that is
+// not hot on a shard where cachesUnhot, from the local cache if it holds
+// the reply, and reports whether it did. A hit is not counted by Admit
+// (its sketch only decides what a miss caches), and the detector counts
+// one hit of a reply in hitStride, at weight hitStride (Cache.GetCounted
+// numbers them), so that most hits take no detector lock.
+func (h *Path) unhotHit(hs *Shard, key, sub string, cmd redis.Cmder) bool {
+	v, n, ok := h.cache.GetCounted(hs.id, key, sub)
+	if !ok {
+		return false
+	}
+	if n%hitStride == 0 {
+		h.det.ObserveN(key, hitStride)
+	}
+	h.stats.hits.Add(1)
+	_ = v.(*reply).apply(cmd)
+	return true
+}
+
+// hitStride is how many cache hits of a reply of a key that is not hot
+// the detector counts at once (unhotHit): the detector sees every such
+// key's reads but up to hitStride-1 per cached reply, the ones since the
+// reply's last multiple of hitStride when it is replaced or dropped.
+const hitStride = 4
 
 // cachedRead answers a supported read of a hot key on shard s from the local
 // cache, or reads it from the shard once for every caller asking at the

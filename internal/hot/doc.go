@@ -1,7 +1,7 @@
 // Package hot is the hot-key layer of a redshard Client: it sits between
 // the root's routing and the shard clients, counts every keyed command
 // with a streaming detector (package hotkey; the cache hits of keys that
-// are not hot four at a time, see admittedRead), and takes the reads of the
+// are not hot four at a time, see unhotHit), and takes the reads of the
 // keys it finds hot off their shard, by LocalCache (replies cached in the
 // client's memory, package localcache, kept fresh by CLIENT TRACKING on a
 // dedicated connection per shard) or SplitCopies (copies of the key on the

@@ -287,19 +287,14 @@ func (h *Path) Process(ctx context.Context, top Topology, info command.Info, cmd
 		return err
 	}
 	key := command.Arg(args[keys[0]])
-	if len(keys) == 1 && h.cache != nil && cacheable[info.Name] && h.opt.Mitigation == LocalCache &&
-		!s.AutoPipelined() && InvalidationState(s.HotState().state.Load()) == InvalidationTracking &&
-		!h.det.IsHot(key) {
-		return h.admittedRead(ctx, top, s, info, cmd, key, keys, blocking)
+	if len(keys) == 1 && h.cache != nil && cacheable[info.Name] && !h.det.IsHot(key) && h.cachesUnhot(ctx, s) {
+		return h.unhotRead(ctx, top, s, info, cmd, key, keys, blocking)
 	}
 	// One call counts the key and says whether it is hot: for a hot key,
 	// an atomic add on its own counter, no lock.
 	hot := h.det.ObserveHot(key)
 	for _, k := range keys[1:] {
 		h.det.Observe(command.Arg(args[k]))
-	}
-	if !hot && len(keys) == 1 && h.cache != nil && cacheable[info.Name] {
-		hot = h.admits(ctx, s, key) // read often enough to cache, if not hot
 	}
 	if len(keys) != 1 || !hot {
 		err := s.Send(ctx, cmd, blocking)
@@ -321,30 +316,20 @@ func (h *Path) Process(ctx context.Context, top Topology, info command.Info, cmd
 	return err
 }
 
-// admittedRead is Process for a cacheable one-key read of a key the
-// detector does not find hot, on a shard that tracks (LocalCache, no
-// AutoPipeline). The cache answers it if it holds the reply; else it is
-// read through the cache if the key is hot by now or Admit says so (see
-// admits), else sent as it is.
-//
-// Counting: a hit is not counted by Admit (its sketch only decides what a
-// miss caches), and the detector counts one hit of a reply in hitStride,
-// at weight hitStride (Cache.GetCounted numbers them), so that most hits
-// take no detector lock; every other read is counted as Process counts
-// it.
-func (h *Path) admittedRead(ctx context.Context, top Topology, s Backend, info command.Info, cmd redis.Cmder, key string, keys []int, blocking bool) error {
+// unhotRead is Process for a cacheable one-key read of a key the detector
+// does not find hot, on a shard where cachesUnhot: the cache answers it if
+// it holds the reply (unhotHit); else it is read through the cache if the
+// key is hot by now or Admit says so, else sent as it is. Every read the
+// cache does not answer is counted by the detector, as Process counts it.
+func (h *Path) unhotRead(ctx context.Context, top Topology, s Backend, info command.Info, cmd redis.Cmder, key string, keys []int, blocking bool) error {
 	kind := replyKind(cmd)
 	if kind == 0 {
 		h.det.Observe(key)
 	} else {
 		hs := s.HotState()
 		sub := subKey(kind, info.Name, cmd.Args(), keys[0])
-		if v, n, ok := h.cache.GetCounted(hs.id, key, sub); ok {
-			if n%hitStride == 0 {
-				h.det.ObserveN(key, hitStride)
-			}
-			h.stats.hits.Add(1)
-			return v.(*reply).apply(cmd)
+		if h.unhotHit(hs, key, sub, cmd) {
+			return cmd.Err()
 		}
 		if h.det.ObserveHot(key) || h.cache.Admit(key) {
 			if h.awaitRefill(ctx, hs, key, sub, cmd) {
@@ -357,12 +342,6 @@ func (h *Path) admittedRead(ctx context.Context, top Topology, s Backend, info c
 	h.Served(info, cmd.Args(), keys, err)
 	return err
 }
-
-// hitStride is how many cache hits of a reply of a key that is not hot
-// the detector counts at once (admittedRead): the detector sees every
-// such key's reads but up to hitStride-1 per cached reply, the ones since
-// the reply's last multiple of hitStride when it is replaced or dropped.
-const hitStride = 4
 
 // metaReads are the read-only commands whose replies say nothing of a
 // key's value: the server answering them does not supersede cached replies.

@@ -84,13 +84,29 @@ func (p *Pipe) Answer(info command.Info, cmd redis.Cmder, keys []int, lookupErr 
 		return false
 	}
 	s := p.top.Shard(p.top.Owner(key))
-	if s.Down() || !p.h.det.IsHot(key) && !p.h.admits(nil, s, key) {
+	if s.Down() {
 		return false // the down shard's error, or its stand-in, as for a single read
 	}
-	p.h.det.ObserveHot(key) // routing counts only the commands it routes
-	sub := subKey(kind, info.Name, args, keys[0])
-	if p.h.hit(s.HotState(), key, sub, cmd) {
-		return true
+	// A command answered here is counted here: routing counts only the
+	// commands it routes. Keys that are not hot go as a single read's do
+	// (Process, unhotRead), but a shard is not probed for tracking here.
+	hs, sub := s.HotState(), subKey(kind, info.Name, args, keys[0])
+	if !p.h.det.IsHot(key) {
+		if !p.h.cachesUnhot(nil, s) {
+			return false
+		}
+		if p.h.unhotHit(hs, key, sub, cmd) {
+			return true
+		}
+		if !p.h.cache.Admit(key) {
+			return false // routed with the pipeline, and counted there
+		}
+		p.h.det.ObserveHot(key)
+	} else {
+		p.h.det.ObserveHot(key)
+		if p.h.hit(hs, key, sub, cmd) {
+			return true
+		}
 	}
 	p.misses = append(p.misses, pipeMiss{s: s, key: key, sub: sub, cmd: cmd})
 	return true
