@@ -236,12 +236,11 @@ func hasProfileString(raw []byte, s string) bool {
 // profile).
 func readGzip(t *testing.T, f string) []byte {
 	t.Helper()
-	fh, err := os.Open(f)
+	b, err := os.ReadFile(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fh.Close()
-	zr, err := gzip.NewReader(fh)
+	zr, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
 		t.Fatalf("%s: %v", f, err)
 	}
