@@ -91,10 +91,13 @@ const defaultCopies = 3
 // hotkey); a key whose rate and share of this client's traffic pass the
 // detector's thresholds is hot. Reads of a hot key are then taken off its
 // shard as Mitigation says; other keys and writes go to their shard as
-// without HotKeyOptions. With LocalCache, on a shard whose server tracks
-// and without Options.AutoPipeline, a single-key read of a key that is not
-// hot is cached too once the cache's frequency sketch has seen the key
-// read before (localcache.Cache.Admit; see docs/hot-reads.md). The cached
+// without HotKeyOptions. With LocalCache, on a shard whose server tracks,
+// a single-key read of a key that is not hot is cached too while the
+// cache has room, and once it is full when the cache's frequency sketch
+// has seen the key read before (localcache.Cache.Admit; see
+// docs/hot-reads.md). With Options.AutoPipeline, where such a miss costs
+// more than the AutoPipeliner's plain read, only while at least half of
+// such reads are hits; while fewer are, one miss in 64 is cached. The cached
 // replies of such keys are counted by the detector four hits at a time
 // (up to three hits of each cached reply go uncounted), so that a hit
 // rarely takes the detector's lock.

@@ -168,23 +168,11 @@ var getSubKey = plainSubKeys["get"][replyval.KindString]
 // first (not with a nil ctx). On a shard without tracking only hot keys
 // are cached, as their reply may lag such a write by MaxStaleness.
 //
-// With AutoPipeline they may not: their misses would leave the
-// AutoPipeliner's batches for the shard's tracked reads (direct misses,
-// batched per shard, on connections of their own). Measured again with
-// direct misses (docs/results.md, 2026-12-05), admission there raised the
-// GETs served locally under Zipf 1.2 from 0.23-0.35 to 0.65-0.76, but
-// client CPU per operation rose from 1.13-2.16 to 1.71-3.08 times
-// rueidis's (median 0.80 to 1.00 times that of LocalCache without
-// AutoPipeline in the same run), and on the celebrity workload from
-// 0.54-0.58 to 1.27-1.34 times for no local gain.
-//
-// Which of those keys go through the cache is the cache's to say: a read
-// the cache answers is a hit (unhotHit); a miss is read through the cache
-// when localcache.Cache.Admit says the key is worth it (any key while the
-// cache has room, a key its frequency sketch finds read before once it is
-// full), else sent as it is.
+// Which of those keys go through the cache is then decided per read: a
+// read the cache answers is a hit (unhotHit); a miss is read through the
+// cache when admitsUnhot says so, else sent as it is.
 func (h *Path) cachesUnhot(ctx context.Context, s Backend) bool {
-	if h.cache == nil || s.AutoPipelined() {
+	if h.cache == nil {
 		return false
 	}
 	hs := s.HotState()
@@ -196,13 +184,17 @@ func (h *Path) cachesUnhot(ctx context.Context, s Backend) bool {
 }
 
 // unhotHit answers cmd, a read of key named sub (see subKey), a key that is
-// not hot on a shard where cachesUnhot, from the local cache if it holds
+// not hot on a shard s where cachesUnhot, from the local cache if it holds
 // the reply, and reports whether it did. A hit is not counted by Admit
 // (its sketch only decides what a miss caches), and the detector counts
 // one hit of a reply in hitStride, at weight hitStride (Cache.GetCounted
-// numbers them), so that most hits take no detector lock.
-func (h *Path) unhotHit(hs *Shard, key, sub string, cmd redis.Cmder) bool {
+// numbers them), so that most hits take no detector lock. On an
+// auto-pipelined shard the read is counted by the yield gate, hit or miss.
+func (h *Path) unhotHit(s Backend, hs *Shard, key, sub string, cmd redis.Cmder) bool {
 	v, n, ok := h.cache.GetCounted(hs.id, key, sub)
+	if s.AutoPipelined() {
+		h.yield.count(ok)
+	}
 	if !ok {
 		return false
 	}
@@ -212,6 +204,17 @@ func (h *Path) unhotHit(hs *Shard, key, sub string, cmd redis.Cmder) bool {
 	h.stats.hits.Add(1)
 	_ = v.(*reply).apply(cmd)
 	return true
+}
+
+// admitsUnhot reports whether a miss of key, a key that is not hot, on a
+// shard s where cachesUnhot, is read through the cache (a tracked read
+// that fills it): on an auto-pipelined shard, while the yield gate finds
+// such caching paying, or when it samples the miss (yieldGate); and when
+// localcache.Cache.Admit says the key is worth it (any key while the
+// cache has room, a key its frequency sketch finds read before once it is
+// full).
+func (h *Path) admitsUnhot(s Backend, key string) bool {
+	return (!s.AutoPipelined() || h.yield.admits()) && h.cache.Admit(key)
 }
 
 // hitStride is how many cache hits of a reply of a key that is not hot

@@ -152,6 +152,8 @@ type Path struct {
 	nextID  atomic.Int64 // Shard ids, the cache's shard numbers
 	charges atomic.Int64 // hot-key work counted by charge (SplitCopies)
 
+	yield yieldGate // admission of misses on auto-pipelined shards
+
 	stats hotCounters
 }
 
@@ -319,7 +321,7 @@ func (h *Path) Process(ctx context.Context, top Topology, info command.Info, cmd
 // unhotRead is Process for a cacheable one-key read of a key the detector
 // does not find hot, on a shard where cachesUnhot: the cache answers it if
 // it holds the reply (unhotHit); else it is read through the cache if the
-// key is hot by now or Admit says so, else sent as it is. Every read the
+// key is hot by now or admitsUnhot says so, else sent as it is. Every read the
 // cache does not answer is counted by the detector, as Process counts it.
 func (h *Path) unhotRead(ctx context.Context, top Topology, s Backend, info command.Info, cmd redis.Cmder, key string, keys []int, blocking bool) error {
 	kind := replyKind(cmd)
@@ -328,10 +330,10 @@ func (h *Path) unhotRead(ctx context.Context, top Topology, s Backend, info comm
 	} else {
 		hs := s.HotState()
 		sub := subKey(kind, info.Name, cmd.Args(), keys[0])
-		if h.unhotHit(hs, key, sub, cmd) {
+		if h.unhotHit(s, hs, key, sub, cmd) {
 			return cmd.Err()
 		}
-		if h.det.ObserveHot(key) || h.cache.Admit(key) {
+		if h.det.ObserveHot(key) || h.admitsUnhot(s, key) {
 			if h.awaitRefill(ctx, hs, key, sub, cmd) {
 				return cmd.Err()
 			}

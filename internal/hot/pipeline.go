@@ -95,10 +95,10 @@ func (p *Pipe) Answer(info command.Info, cmd redis.Cmder, keys []int, lookupErr 
 		if !p.h.cachesUnhot(nil, s) {
 			return false
 		}
-		if p.h.unhotHit(hs, key, sub, cmd) {
+		if p.h.unhotHit(s, hs, key, sub, cmd) {
 			return true
 		}
-		if !p.h.cache.Admit(key) {
+		if !p.h.admitsUnhot(s, key) {
 			return false // routed with the pipeline, and counted there
 		}
 		p.h.det.ObserveHot(key)

@@ -36,6 +36,7 @@ type testBackend struct {
 	dialed  []*redis.Client
 	hold    func(local net.Addr) // runs between the write and the rest of a refill
 	readers atomic.Int64         // reader connections dialed
+	ap      bool                 // AutoPipelined's answer
 }
 
 func (b *testBackend) Client() *redis.Client { return b.client }
@@ -44,7 +45,7 @@ func (b *testBackend) Send(ctx context.Context, cmd redis.Cmder, _ bool) error {
 }
 func (b *testBackend) Down() bool                     { return false }
 func (b *testBackend) HeartbeatClient() *redis.Client { return b.heartbeat }
-func (b *testBackend) AutoPipelined() bool            { return false }
+func (b *testBackend) AutoPipelined() bool            { return b.ap }
 func (b *testBackend) PeekClock() *atomic.Uint32      { return nil }
 func (b *testBackend) HotState() *Shard {
 	b.once.Do(func() { b.hs = b.h.NewShard(b, false) })
