@@ -101,6 +101,28 @@ func stackCount(frame string) int {
 	}
 }
 
+// selectCount counts the goroutines parked in a select (their state
+// "[select" in the dump) with frame in their stack.
+func selectCount(frame string) int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range bytes.Split(buf, []byte("\n\n")) {
+		header, _, _ := bytes.Cut(g, []byte("\n"))
+		if bytes.Contains(header, []byte("[select")) && bytes.Contains(g, []byte(frame)) {
+			count++
+		}
+	}
+	return count
+}
+
 // TestHotMissesShareRoundTrips (issue 27): misses of one shard that wait
 // at the same moment go out together, their (CLIENT CACHING YES, read)
 // pairs in one pipeline on one reader connection. With the shard's batch
@@ -438,7 +460,10 @@ func TestHotRefillWithdrawnOnItsContext(t *testing.T) {
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- c.Set(wctx, keys[2], "abandoned", 0).Err() }()
-	eventually(t, "the third refill queued", func() bool { return inRefill() == 3 })
+	// Queued, not only begun: a refill waits for its batch in a select
+	// after it is queued (enqueue parks in none), so a cancel now finds
+	// it in the queue, and the withdrawal is what keeps its write unsent.
+	eventually(t, "the third refill queued", func() bool { return selectCount(refillFrame) == 3 })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("SET with its context cancelled while its refill was queued = %v; want context.Canceled", err)
@@ -478,9 +503,12 @@ func cachedRead(t *testing.T, c *redshard.Client, key, want string) {
 	})
 }
 
+// refillFrame is the frame of a goroutine in a write-through refill.
+const refillFrame = "internal/hot.(*Path).refillWrite("
+
 // inRefill counts the goroutines in a write-through refill, and
 // inSendBatch those sending a batch of tracked reads.
-func inRefill() int    { return stackCount("internal/hot.(*Path).refillWrite(") }
+func inRefill() int    { return stackCount(refillFrame) }
 func inSendBatch() int { return stackCount("internal/hot.(*Shard).sendBatch(") }
 
 // TestHotMissAndRefillOfOneKeyInOneBatch (issue 27): a miss of one read of
