@@ -151,9 +151,7 @@ func (c *client) routeOther(ctx context.Context, top *topology, cmd redis.Cmder,
 				return c.hot.Process(ctx, (*hotTopology)(top), info, cmd, keys, rt.direct) // EXISTS k, DEL k, ...
 			}
 			err := s.send(ctx, cmd, blocking)
-			if c.hot != nil && info.MayWrite() {
-				c.hot.Written(info, cmd.Args(), keys)
-			}
+			c.ran(info, cmd, keys)
 			return err
 		}
 		return c.processDown(ctx, top, info, cmd, keys, rt.direct)
@@ -171,15 +169,24 @@ func (c *client) routeOther(ctx context.Context, top *topology, cmd redis.Cmder,
 		_ = top.shards[s.shard].send(ctx, s.cmd, false)
 	})
 	rt.finish()
-	if c.hot != nil {
-		if info.MayWrite() {
-			c.hot.Written(info, cmd.Args(), keys)
-		} else if info.Class == command.Split {
-			c.hot.Observe(cmd.Args(), keys) // MGET, EXISTS: count toward detection
-			c.hot.Served(info, cmd.Args(), keys, cmd.Err())
-		}
-	}
+	c.ran(info, cmd, keys)
 	return cmd.Err()
+}
+
+// ran tells the hot-key layer of a keyed command routed without its
+// Process, once it ran: a write's keys are invalidated; a split read
+// (MGET, EXISTS of several keys), whether it went to one shard or to
+// several, counts its keys toward detection and supersedes their cached
+// replies, since its reply may be newer than they are (hot.Path.Served).
+func (c *client) ran(info command.Info, cmd redis.Cmder, keys []int) {
+	switch {
+	case c.hot == nil:
+	case info.MayWrite():
+		c.hot.Written(info, cmd.Args(), keys)
+	case info.Class == command.Split:
+		c.hot.Observe(cmd.Args(), keys)
+		c.hot.Served(info, cmd.Args(), keys, cmd.Err())
+	}
 }
 
 // single reports whether a command goes, exactly as it is, to the ring's

@@ -88,7 +88,7 @@ func (g txGuard) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return err
 		}
 		err = next(ctx, cmd)
-		g.written(cmd)
+		g.ran(cmd)
 		return err
 	}
 }
@@ -111,7 +111,7 @@ func (g txGuard) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 		}
 		err := next(ctx, cmds)
 		for _, cmd := range cmds {
-			g.written(cmd)
+			g.ran(cmd)
 		}
 		return err
 	}
@@ -145,15 +145,22 @@ func (g txGuard) check(cmd redis.Cmder) ([]string, error) {
 	return keys, g.top.checkTxCommand(info, args, idx, &target, &first)
 }
 
-// written tells the hot-key layer about a write made inside the transaction.
-func (g txGuard) written(cmd redis.Cmder) {
+// ran tells the hot-key layer about a command of the transaction once it
+// ran: a write's keys are invalidated; a keyed read (GET after WATCH, or
+// inside MULTI) supersedes its keys' cached replies, since its reply,
+// read from the server, may be newer than they are (hot.Path.Served).
+func (g txGuard) ran(cmd redis.Cmder) {
 	if g.c.hot == nil {
 		return
 	}
 	var buf [8]int
 	info, keys, err := command.Lookup(cmd.Args(), buf[:0])
-	if err == nil && info.MayWrite() && info.Class != command.NotSharded {
+	switch {
+	case err != nil || info.Class == command.NotSharded:
+	case info.MayWrite():
 		g.c.hot.Written(info, cmd.Args(), keys)
+	case len(keys) > 0 && (info.Class == command.Keyed || info.Class == command.Split):
+		g.c.hot.Served(info, cmd.Args(), keys, cmd.Err())
 	}
 }
 

@@ -85,3 +85,70 @@ func TestHotUncachedReadSupersedesCache(t *testing.T) {
 		})
 	}
 }
+
+// TestHotServerReadsSupersedeCache: a read that reaches the server by a
+// path other than the hot-key layer's Process must supersede its keys'
+// cached replies too, or a GET that follows returns what the read has
+// already shown to be gone (reads never go backwards, issue 27): EXISTS of
+// several keys on one shard (a split read sent as it is to that shard; an
+// MGET of keys cached by admission went the same way), and a GET in a
+// Watch transaction, sent on the transaction's connection.
+func TestHotServerReadsSupersedeCache(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// read reads key through c by the path under test and returns
+		// whether it found the key.
+		read func(ctx context.Context, c *redshard.Client, key, other string) (bool, error)
+	}{
+		{"EXISTS on one shard", func(ctx context.Context, c *redshard.Client, key, other string) (bool, error) {
+			n, err := c.Exists(ctx, key, other).Result()
+			return n == 2, err
+		}},
+		{"GET in Watch", func(ctx context.Context, c *redshard.Client, key, other string) (bool, error) {
+			found := false
+			err := c.Watch(ctx, func(tx *redis.Tx) error {
+				err := tx.Get(ctx, key).Err()
+				found = err == nil
+				if err == redis.Nil {
+					err = nil
+				}
+				return err
+			}, key)
+			return found, err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, servers := hotClient(t, 1, redshard.HotKeyOptions{
+				Mitigation: redshard.LocalCache, MaxStaleness: time.Hour, Tracking: redshard.TrackingOff,
+			})
+			admin := servers["shard-0"].Client(t)
+			ctx := context.Background()
+			key := fmt.Sprintf("supersede:%d", time.Now().UnixNano())
+			other := key + ":other"
+			t.Cleanup(func() { _ = admin.Del(context.Background(), key, other).Err() })
+			if err := admin.MSet(ctx, key, "v1", other, "o").Err(); err != nil {
+				t.Fatal(err)
+			}
+			warm(t, c, key)
+			for i := 0; i < 2; i++ { // a miss that fills, then a hit
+				if v, err := c.Get(ctx, key).Result(); err != nil || v != "v1" {
+					t.Fatalf("GET = %q, %v; want v1", v, err)
+				}
+			}
+			if c.Stats().Hot.CacheHits == 0 {
+				t.Fatal("v1 was never served from the cache: the test proves nothing")
+			}
+			// Another process deletes the key; without tracking nothing
+			// tells the cache.
+			if err := admin.Del(ctx, key).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if found, err := tc.read(ctx, c, key, other); err != nil || found {
+				t.Fatalf("the read found %s deleted: %v, %v; want it gone", key, found, err)
+			}
+			if v, err := c.Get(ctx, key).Result(); err != redis.Nil {
+				t.Fatalf("GET after a read saw the key gone = %q, %v: the read went backwards", v, err)
+			}
+		})
+	}
+}
