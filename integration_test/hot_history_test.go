@@ -55,10 +55,12 @@ import (
 // REDSHARD_HOTHISTORY_DUMP (a directory) receives the history of a seed
 // that fails, one operation a line.
 //
-// A seed whose history porcupine cannot decide within hhCheckTimeout (about
-// one in twelve) is logged as undecided, not failed: the run found nothing,
-// and it says so. An Illegal history fails, as does a server that ran more
-// writes than the history issued.
+// A seed whose history porcupine cannot decide within hhCheckTimeout (4 of
+// 12 on 2026-12-05, against 2 of 12 before the fourth client took part) is
+// logged as undecided, not failed: porcupine found nothing, and the log
+// says so. hhBackwards decides every history, for the backwards reads it
+// can see without a search. An Illegal history fails, as does a backwards
+// read and a server that ran more writes than the history issued.
 func TestHotHistory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts servers")
@@ -182,7 +184,15 @@ func runHotHistory(t *testing.T, servers []*redistest.Server, seed uint64, opsPe
 	}
 	var wg sync.WaitGroup
 	for ci, c := range clients {
-		for g := range 3 {
+		// Three goroutines a client, but one fewer for the admitted client:
+		// every goroutine more widens the windows porcupine must search
+		// (with three, it decided 7 seeds of 12 within hhCheckTimeout;
+		// with two, 8).
+		workers := 3
+		if hotHistoryClients[ci] == "admitted" {
+			workers = 2
+		}
+		for g := range workers {
 			wg.Add(1)
 			rng := rand.New(rand.NewPCG(seed, uint64(ci*16+g)))
 			go func() {
@@ -293,8 +303,8 @@ func runHotHistory(t *testing.T, servers []*redistest.Server, seed uint64, opsPe
 		}
 	default:
 		// Undecided is not a failure: nothing was found, and the log says
-		// that this seed checked nothing.
-		t.Logf("seed %d: UNDECIDED: porcupine could not decide in %v; this seed checked nothing", seed, hhCheckTimeout)
+		// that porcupine checked nothing of this seed.
+		t.Logf("seed %d: UNDECIDED: porcupine could not decide in %v: only hhBackwards checked this seed", seed, hhCheckTimeout)
 		if dir := os.Getenv("REDSHARD_HOTHISTORY_DUMP"); dir != "" {
 			hhDump(t, filepath.Join(dir, fmt.Sprintf("hothistory-%d.txt", seed)), h.ops)
 		}
