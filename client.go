@@ -77,8 +77,11 @@ type client struct {
 	top      atomic.Pointer[topology]     // current ring and shard backends
 	cmdHooks atomic.Pointer[commandChain] // AddCommandHook chain; nil: none
 
-	mu       sync.Mutex               // guards retiring; serialises topology changes and hook additions
+	mu       sync.Mutex               // guards retiring and joining; serialises topology changes and hook additions
 	retiring map[*retirement]struct{} // removed shards' backends, closed after a grace period
+	joining  []*backend               // backends of servers a SetShards is adding, not yet on the ring
+
+	changing sync.Mutex // held by SetShards from start to end: one change at a time
 
 	fleet *member.Follower // nil unless Options.Registry
 
@@ -340,6 +343,10 @@ func (c *client) close() error {
 		}
 	}
 	clear(c.retiring)
+	for _, b := range c.joining { // a SetShards still carrying functions to them
+		all = append(all, &shard{Shard: b.shard, backend: b})
+	}
+	c.joining = nil
 	c.mu.Unlock()
 
 	var errs []error

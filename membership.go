@@ -153,8 +153,9 @@ func changeID(old, next *topology) string {
 //
 // Before the switch, a server new to the ring gets the function libraries
 // the current shards hold (FUNCTION DUMP from one, FUNCTION RESTORE on it),
-// so FCALL works on the keys it takes over; SetShards then talks to the
-// servers, within ctx, while it holds the client's membership lock. When
+// so FCALL works on the keys it takes over; SetShards talks to the
+// servers within ctx (other calls that change the client, such as
+// AddHook, Close and Rebalance, do not wait for it meanwhile). When
 // the current shards hold different libraries, or the new server holds
 // others, the change is refused with ErrLibrariesDiffer. Scripts (SCRIPT
 // LOAD), CONFIG SET settings and ACL users are not carried over: see
@@ -186,28 +187,62 @@ func (c *client) setShards(ctx context.Context, shards []Shard) error {
 	if err != nil {
 		return err
 	}
+	// One change at a time; c.mu is held while the change is decided and
+	// published, but not while functions are carried to joining servers
+	// (network round trips, up to seconds), so that AddHook, Close,
+	// Rebalance and Stats do not wait for them.
+	c.changing.Lock()
+	defer c.changing.Unlock()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed.Load() {
+		c.mu.Unlock()
 		return redis.ErrClosed
 	}
 	old := c.top.Load()
 	if old.handoff != nil {
+		c.mu.Unlock()
 		return fmt.Errorf("%w (the change to epoch %d): run Rebalance to finish it", ErrHandoffInProgress, old.epoch)
 	}
 	top := &topology{epoch: old.epoch + 1, ring: r, gutterTTL: old.gutterTTL, flight: &inflight{}}
 	top.shards = c.buildShards(r, valid, old)
-	var joining []*shard // servers new to the ring, with new backends
+	hooks := len(c.shardHooksLocked()) // the joining backends have these
+	var joining []*shard               // servers new to the ring, with new backends
 	for _, s := range top.shards {
 		if !slices.ContainsFunc(old.sources(), func(o *shard) bool { return o.backend == s.backend }) {
 			joining = append(joining, s)
+			c.joining = append(c.joining, s.backend) // Close closes them meanwhile
 		}
 	}
-	if err := carryFunctions(ctx, old, top, joining); err != nil {
+	c.mu.Unlock()
+
+	err = carryFunctions(ctx, old, top, joining)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.joining = nil
+	switch {
+	case c.closed.Load():
+		err = redis.ErrClosed // Close closed the joining backends
+	case err != nil:
+		err = fmt.Errorf("redshard: SetShards (the ring is unchanged): %w", err)
+	case c.top.Load() != old:
+		// Nothing else replaces a ring that has no change in progress
+		// (a fleet's client refuses SetShards); refuse rather than
+		// publish over a ring this change was not decided on.
+		err = errors.New("redshard: SetShards (the ring is unchanged): the ring changed while functions were carried to the new servers; try again")
+	}
+	if err != nil {
 		for _, s := range joining {
 			_ = s.close()
 		}
-		return fmt.Errorf("redshard: SetShards (the ring is unchanged): %w", err)
+		return err
+	}
+	// Hooks added while functions were carried reached the ring's
+	// backends only.
+	for _, h := range c.shardHooksLocked()[hooks:] {
+		for _, s := range joining {
+			s.backend.addHook(h)
+		}
 	}
 	// Servers that left keep their clients: their keys are still to be
 	// moved (handoff, Rebalance).
