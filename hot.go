@@ -42,7 +42,7 @@ type hotRouter func(ctx context.Context, top *topology, cmd redis.Cmder, info co
 // side of its seam (hot.Env, and the hotTopology and hotBackend views).
 // current returns the client's current topology; route is the
 // dispatcher's.
-func newHotPath(opt *HotKeyOptions, flights *flight.Runner, current func() *topology, route hotRouter) (*hot.Path, error) {
+func newHotPath(opt *hotConfig, flights *flight.Runner, current func() *topology, route hotRouter) (*hot.Path, error) {
 	env := hot.Env{
 		Flights: flights,
 		EachShard: func(fn func(*hot.Shard)) {

@@ -205,8 +205,8 @@ type config struct {
 	ring   *ring.Ring
 
 	health HealthOptions // resolved
-	hot    *HotKeyOptions
-	load   LoadOptions // resolved; lease tells whether Options.Load was set
+	hot    *hotConfig    // nil without Options.HotKeys
+	load   LoadOptions   // resolved; lease tells whether Options.Load was set
 	lease  bool
 }
 

@@ -180,17 +180,23 @@ type HotKeyOptions struct {
 	// Tracking chooses server-assisted invalidation for LocalCache.
 	// Default TrackingAuto.
 	Tracking Tracking
+}
 
-	// trackedLifetime is, once resolved, the longest a tracked reply
-	// lives: DefaultTrackedLifetime if MaxStaleness was left zero, else
+// hotConfig is HotKeyOptions resolved: the defaults filled in, and what
+// follows from the fields as the caller set them.
+type hotConfig struct {
+	HotKeyOptions
+
+	// trackedLifetime is the longest a tracked reply lives:
+	// DefaultTrackedLifetime if MaxStaleness was left zero, else
 	// MaxStaleness.
 	trackedLifetime time.Duration
 }
 
 // resolve validates o against a client of n shards and returns a copy with
 // the defaults filled in.
-func (o *HotKeyOptions) resolve(n int) (HotKeyOptions, error) {
-	r := *o
+func (o *HotKeyOptions) resolve(n int) (hotConfig, error) {
+	r := hotConfig{HotKeyOptions: *o}
 	k := ErrInvalidHotKeyOptions
 	switch {
 	case r.Mitigation != LocalCache && r.Mitigation != SplitCopies:
