@@ -173,20 +173,18 @@ func (c *client) routeOther(ctx context.Context, top *topology, cmd redis.Cmder,
 	return cmd.Err()
 }
 
-// ran tells the hot-key layer of a keyed command routed without its
-// Process, once it ran: a write's keys are invalidated; a split read
-// (MGET, EXISTS of several keys), whether it went to one shard or to
-// several, counts its keys toward detection and supersedes their cached
-// replies, since its reply may be newer than they are (hot.Path.Served).
+// ran tells the hot-key layer of a command routeOther sent, once it ran
+// (hot.Path.Ran: a split read such as MGET supersedes its keys' cached
+// replies, whether it went to one shard or to several), and counts a
+// read's keys toward detection.
 func (c *client) ran(info command.Info, cmd redis.Cmder, keys []int) {
-	switch {
-	case c.hot == nil:
-	case info.MayWrite():
-		c.hot.Written(info, cmd.Args(), keys)
-	case info.Class == command.Split:
-		c.hot.Observe(cmd.Args(), keys)
-		c.hot.Served(info, cmd.Args(), keys, cmd.Err())
+	if c.hot == nil {
+		return
 	}
+	if !info.MayWrite() {
+		c.hot.Observe(cmd.Args(), keys)
+	}
+	c.hot.Ran(info, cmd.Args(), keys, cmd.Err())
 }
 
 // single reports whether a command goes, exactly as it is, to the ring's
@@ -509,14 +507,14 @@ func groupByShard(sends []sub, n int) [][]redis.Cmder {
 }
 
 // write is a command of a pipeline or transaction that the hot-key layer
-// must hear of once it has run: a write, whose keys it invalidates, or a
-// keyed read the local cache did not answer, whose reply may be newer than
-// the cached ones (hot.Path.Served, docs/hot-reads.md).
+// must hear of once it has run (hot.Path.Ran): a write, whose keys it
+// invalidates, or a keyed read the local cache did not answer, whose reply
+// may be newer than the cached ones (docs/hot-reads.md).
 type write struct {
 	info command.Info
 	args []interface{}
 	keys []int
-	cmd  redis.Cmder // a read's, for its error; nil for a write
+	cmd  redis.Cmder // for its error
 }
 
 // notes are the commands of a pipeline or transaction that the hot-key
@@ -528,9 +526,10 @@ type notes struct {
 	keys   []int
 }
 
-// note records cmd in n when the hot-key layer needs to know, and counts a
-// read's keys toward hot-key detection. batch is the number of commands of
-// the batch, to size n once.
+// note records cmd in n when the hot-key layer needs to know (a write, or
+// a read that names keys), and counts a read's keys toward hot-key
+// detection at once, so that a key can turn hot partway through a
+// pipeline. batch is the number of commands of the batch, to size n once.
 func (c *client) note(n *notes, batch int, info command.Info, cmd redis.Cmder, keys []int) {
 	if c.hot == nil {
 		return
@@ -541,8 +540,6 @@ func (c *client) note(n *notes, batch int, info command.Info, cmd redis.Cmder, k
 		if len(keys) == 0 {
 			return
 		}
-	} else {
-		cmd = nil
 	}
 	if n.writes == nil {
 		n.writes = make([]write, 0, batch)
@@ -557,11 +554,7 @@ func (c *client) note(n *notes, batch int, info command.Info, cmd redis.Cmder, k
 // their batch has run.
 func (c *client) wrote(top *topology, n *notes) {
 	for _, w := range n.writes {
-		if w.cmd != nil {
-			c.hot.Served(w.info, w.args, w.keys, w.cmd.Err())
-		} else {
-			c.hot.Written(w.info, w.args, w.keys)
-		}
+		c.hot.Ran(w.info, w.args, w.keys, w.cmd.Err())
 	}
 }
 

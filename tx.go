@@ -146,21 +146,17 @@ func (g txGuard) check(cmd redis.Cmder) ([]string, error) {
 }
 
 // ran tells the hot-key layer about a command of the transaction once it
-// ran: a write's keys are invalidated; a keyed read (GET after WATCH, or
-// inside MULTI) supersedes its keys' cached replies, since its reply,
-// read from the server, may be newer than they are (hot.Path.Served).
+// ran (hot.Path.Ran): a write's keys are invalidated; a keyed read (GET
+// after WATCH, or inside MULTI) supersedes its keys' cached replies, since
+// its reply, read from the server, may be newer than they are. The
+// transaction's own commands (WATCH, MULTI, EXEC) are not its reads.
 func (g txGuard) ran(cmd redis.Cmder) {
 	if g.c.hot == nil {
 		return
 	}
 	var buf [8]int
-	info, keys, err := command.Lookup(cmd.Args(), buf[:0])
-	switch {
-	case err != nil || info.Class == command.NotSharded:
-	case info.MayWrite():
-		g.c.hot.Written(info, cmd.Args(), keys)
-	case len(keys) > 0 && (info.Class == command.Keyed || info.Class == command.Split):
-		g.c.hot.Served(info, cmd.Args(), keys, cmd.Err())
+	if info, keys, err := command.Lookup(cmd.Args(), buf[:0]); err == nil && info.Class != command.NotSharded {
+		g.c.hot.Ran(info, cmd.Args(), keys, cmd.Err())
 	}
 }
 

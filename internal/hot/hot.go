@@ -366,6 +366,22 @@ func (h *Path) Served(info command.Info, args []interface{}, keys []int, err err
 	}
 }
 
+// Ran is told of a command that ran without Process (a split command, a
+// multi-key command sent as it is to one shard, a command of a pipeline,
+// a transaction or a Watch), once its reply is in (err is its error): a
+// command that may write is Written, whatever its error; a read is
+// Served. A read's keys are counted toward detection by the caller, when
+// it counts the read (Observe). A nil Path does nothing.
+func (h *Path) Ran(info command.Info, args []interface{}, keys []int, err error) {
+	switch {
+	case h == nil:
+	case info.MayWrite():
+		h.Written(info, args, keys)
+	default:
+		h.Served(info, args, keys, err)
+	}
+}
+
 // Written is told about every write that went through a path other than
 // Process (split commands, pipelines, transactions, Watch, a one-shard
 // ring's commands sent as they are), after it ran. Its keys' cached replies
