@@ -79,7 +79,7 @@ type client struct {
 
 	mu       sync.Mutex               // guards retiring and joining; serialises topology changes and hook additions
 	retiring map[*retirement]struct{} // removed shards' backends, closed after a grace period
-	joining  []*backend               // backends of servers a SetShards is adding, not yet on the ring
+	joining  []*backend               // backends of servers a SetShards is adding, not yet on the ring: hooks and Close reach them
 
 	changing sync.Mutex // held by SetShards from start to end: one change at a time
 

@@ -44,6 +44,9 @@ func (c *client) AddShardHook(newHook func(s Shard) redis.Hook) {
 	for _, s := range c.top.Load().sources() {
 		s.backend.addHook(newHook)
 	}
+	for _, b := range c.joining { // servers a SetShards is adding
+		b.addHook(newHook)
+	}
 }
 
 // shardHooksLocked returns the shard hook factories added so far.

@@ -205,12 +205,11 @@ func (c *client) setShards(ctx context.Context, shards []Shard) error {
 	}
 	top := &topology{epoch: old.epoch + 1, ring: r, gutterTTL: old.gutterTTL, flight: &inflight{}}
 	top.shards = c.buildShards(r, valid, old)
-	hooks := len(c.shardHooksLocked()) // the joining backends have these
-	var joining []*shard               // servers new to the ring, with new backends
+	var joining []*shard // servers new to the ring, with new backends
 	for _, s := range top.shards {
 		if !slices.ContainsFunc(old.sources(), func(o *shard) bool { return o.backend == s.backend }) {
 			joining = append(joining, s)
-			c.joining = append(c.joining, s.backend) // Close closes them meanwhile
+			c.joining = append(c.joining, s.backend) // AddShardHook and Close reach them meanwhile
 		}
 	}
 	c.mu.Unlock()
@@ -236,13 +235,6 @@ func (c *client) setShards(ctx context.Context, shards []Shard) error {
 			_ = s.close()
 		}
 		return err
-	}
-	// Hooks added while functions were carried reached the ring's
-	// backends only.
-	for _, h := range c.shardHooksLocked()[hooks:] {
-		for _, s := range joining {
-			s.backend.addHook(h)
-		}
 	}
 	// Servers that left keep their clients: their keys are still to be
 	// moved (handoff, Rebalance).
