@@ -21,13 +21,7 @@ func TestHotAdmittedKeysThroughMoves(t *testing.T) {
 	for _, ap := range []bool{false, true} {
 		t.Run(fmt.Sprintf("autopipeline=%v", ap), func(t *testing.T) {
 			ctx := context.Background()
-			var servers []*redistest.Server
-			var base []redshard.Shard
-			for i := range 2 {
-				s := redistest.Start(t)
-				servers = append(servers, s)
-				base = append(base, redshard.Shard{Name: fmt.Sprint("shard-", i), Addr: s.Addr()})
-			}
+			base, _ := startServers(t, 2)
 			c, err := redshard.NewClient(&redshard.Options{Shards: base, AutoPipeline: ap,
 				HotKeys: &redshard.HotKeyOptions{Mitigation: redshard.LocalCache, MaxStaleness: time.Hour, Tracking: redshard.TrackingOn}})
 			if err != nil {

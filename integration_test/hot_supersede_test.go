@@ -11,6 +11,34 @@ import (
 	"github.com/redshard/redshard"
 )
 
+// cachedWithoutTracking returns a one-shard LocalCache client without
+// tracking (only MaxStaleness, an hour, would hide a cached reply), an
+// admin client of its server, and a hot key of this test whose value v1
+// the client has served from its cache.
+func cachedWithoutTracking(t *testing.T) (*redshard.Client, *redis.Client, string) {
+	t.Helper()
+	c, servers := hotClient(t, 1, redshard.HotKeyOptions{
+		Mitigation: redshard.LocalCache, MaxStaleness: time.Hour, Tracking: redshard.TrackingOff,
+	})
+	admin := servers["shard-0"].Client(t)
+	ctx := context.Background()
+	key := fmt.Sprintf("supersede:%d", time.Now().UnixNano())
+	t.Cleanup(func() { _ = admin.Del(context.Background(), key).Err() })
+	if err := admin.Set(ctx, key, "v1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	warm(t, c, key)
+	for i := 0; i < 2; i++ { // a miss that fills, then a hit
+		if v, err := c.Get(ctx, key).Result(); err != nil || v != "v1" {
+			t.Fatalf("GET = %q, %v; want v1", v, err)
+		}
+	}
+	if c.Stats().Hot.CacheHits == 0 {
+		t.Fatal("v1 was never served from the cache: the test proves nothing")
+	}
+	return c, admin, key
+}
+
 // TestHotUncachedReadSupersedesCache: a read the local cache does not
 // answer (DUMP, a command it does not cache), alone, in a pipeline or in a
 // transaction, returns the key as another process last wrote it; a GET of
@@ -50,25 +78,8 @@ func TestHotUncachedReadSupersedesCache(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, servers := hotClient(t, 1, redshard.HotKeyOptions{
-				Mitigation: redshard.LocalCache, MaxStaleness: time.Hour, Tracking: redshard.TrackingOff,
-			})
-			admin := servers["shard-0"].Client(t)
+			c, admin, key := cachedWithoutTracking(t)
 			ctx := context.Background()
-			key := fmt.Sprintf("supersede:%d", time.Now().UnixNano())
-			t.Cleanup(func() { _ = admin.Del(context.Background(), key).Err() })
-			if err := admin.Set(ctx, key, "v1", 0).Err(); err != nil {
-				t.Fatal(err)
-			}
-			warm(t, c, key)
-			for i := 0; i < 2; i++ { // a miss that fills, then a hit
-				if v, err := c.Get(ctx, key).Result(); err != nil || v != "v1" {
-					t.Fatalf("GET = %q, %v; want v1", v, err)
-				}
-			}
-			if c.Stats().Hot.CacheHits == 0 {
-				t.Fatal("v1 was never served from the cache: the test proves nothing")
-			}
 			if err := admin.Set(ctx, key, "v2", 0).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -118,25 +129,12 @@ func TestHotServerReadsSupersedeCache(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, servers := hotClient(t, 1, redshard.HotKeyOptions{
-				Mitigation: redshard.LocalCache, MaxStaleness: time.Hour, Tracking: redshard.TrackingOff,
-			})
-			admin := servers["shard-0"].Client(t)
+			c, admin, key := cachedWithoutTracking(t)
 			ctx := context.Background()
-			key := fmt.Sprintf("supersede:%d", time.Now().UnixNano())
 			other := key + ":other"
-			t.Cleanup(func() { _ = admin.Del(context.Background(), key, other).Err() })
-			if err := admin.MSet(ctx, key, "v1", other, "o").Err(); err != nil {
+			t.Cleanup(func() { _ = admin.Del(context.Background(), other).Err() })
+			if err := admin.Set(ctx, other, "o", 0).Err(); err != nil {
 				t.Fatal(err)
-			}
-			warm(t, c, key)
-			for i := 0; i < 2; i++ { // a miss that fills, then a hit
-				if v, err := c.Get(ctx, key).Result(); err != nil || v != "v1" {
-					t.Fatalf("GET = %q, %v; want v1", v, err)
-				}
-			}
-			if c.Stats().Hot.CacheHits == 0 {
-				t.Fatal("v1 was never served from the cache: the test proves nothing")
 			}
 			// Another process deletes the key; without tracking nothing
 			// tells the cache.
