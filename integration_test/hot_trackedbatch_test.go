@@ -88,33 +88,29 @@ func inTrackedRead() int {
 	return stackCount("internal/hot.(*Shard).trackedRead(") + stackCount("internal/hot.(*Path).directMiss(")
 }
 
-// stackCount counts the goroutines' frames of the function named by frame
-// (its package path's tail, receiver and name, and the opening parenthesis).
-func stackCount(frame string) int {
+// stacks returns every goroutine's stack, as runtime.Stack prints them.
+func stacks() []byte {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
-			return bytes.Count(buf[:n], []byte(frame))
+			return buf[:n]
 		}
 		buf = make([]byte, 2*len(buf))
 	}
 }
 
+// stackCount counts the goroutines' frames of the function named by frame
+// (its package path's tail, receiver and name, and the opening parenthesis).
+func stackCount(frame string) int {
+	return bytes.Count(stacks(), []byte(frame))
+}
+
 // selectCount counts the goroutines parked in a select (their state
 // "[select" in the dump) with frame in their stack.
 func selectCount(frame string) int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 	count := 0
-	for _, g := range bytes.Split(buf, []byte("\n\n")) {
+	for _, g := range bytes.Split(stacks(), []byte("\n\n")) {
 		header, _, _ := bytes.Cut(g, []byte("\n"))
 		if bytes.Contains(header, []byte("[select")) && bytes.Contains(g, []byte(frame)) {
 			count++
