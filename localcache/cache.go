@@ -309,14 +309,32 @@ func (c *Cache) Fill(t Ticket, val any, size int64, ttl time.Duration) bool {
 // be newer than the events behind absorbed bumps of t's key counter (its
 // stripe's; see KeyStripe) made since t was taken: the invalidation
 // messages of writes the server executed before it executed this read,
-// and the caller's own InvalidateKey after a write that this read
-// followed. Those bumps do not refuse the reply; any other one does, as
+// and InvalidateKey calls made for writes that this read followed. Those
+// bumps do not refuse the reply; any other one does, as
 // in Fill. So the check is that the key counter moved by exactly absorbed
 // since t (counting a bump the caller did not make as absorbed would let
 // an older reply outlive a newer one: only count bumps made after t was
 // taken), and the entry is stored under the counter as it is then, so
 // that every later bump hides it. FillAbsorbing(t, 0, ...) is Fill.
 func (c *Cache) FillAbsorbing(t Ticket, absorbed uint64, val any, size int64, ttl time.Duration) bool {
+	return c.fill(t, absorbed, val, size, ttl, true)
+}
+
+// Refill is FillAbsorbing for a reply that is returned to no caller, such
+// as the re-read that follows a write in its round trip to refill the
+// key's cached reply: when it is refused because the counters moved, it
+// moves nothing itself, so that it does not hide a newer entry stored
+// meanwhile (another refill's). Fill's bump on refusal is there only for
+// the reply its caller is about to return, which a refill does not have.
+func (c *Cache) Refill(t Ticket, absorbed uint64, val any, size int64, ttl time.Duration) bool {
+	return c.fill(t, absorbed, val, size, ttl, false)
+}
+
+// fill is FillAbsorbing, and Refill when returned is false: then a reply
+// the counters already refuse moves no counter, and only one refused
+// after its compare-and-swap (something moved them in between) leaves
+// the fill counter moved, which hides more, never less.
+func (c *Cache) fill(t Ticket, absorbed uint64, val any, size int64, ttl time.Duration, returned bool) bool {
 	if c == nil {
 		return false
 	}
@@ -327,8 +345,18 @@ func (c *Cache) FillAbsorbing(t Ticket, absorbed uint64, val any, size int64, tt
 		return false
 	}
 	ctr := c.gens.fill(t.h)
+	if !returned {
+		want := t.stamp
+		want.key += absorbed
+		if want != c.gens.current(t.kh, t.h, t.shard) {
+			st.outdated.Add(1)
+			return false
+		}
+	}
 	if !ctr.CompareAndSwap(t.stamp.fill, t.stamp.fill+1) {
-		ctr.Add(1)
+		if returned {
+			ctr.Add(1)
+		}
 		st.outdated.Add(1)
 		return false
 	}
@@ -341,8 +369,11 @@ func (c *Cache) FillAbsorbing(t Ticket, absorbed uint64, val any, size int64, tt
 	}
 	if t.stamp != c.gens.current(t.kh, t.h, t.shard) {
 		// The key, the shard or the cache was invalidated (or, since the
-		// swap, the sub-key filled again): hide what may be cached.
-		ctr.Add(1)
+		// swap, the sub-key filled again): hide what may be cached (the
+		// swap has, for a refill).
+		if returned {
+			ctr.Add(1)
+		}
 		st.outdated.Add(1)
 		return false
 	}

@@ -69,11 +69,14 @@
 // FillAbsorbing is Fill for a caller that knows its reply is newer than
 // the events behind some bumps of the key counter made since the ticket
 // (a write-through refill: the invalidations of writes the server ran
-// before the read, and the caller's own bump after its write). It passes
+// before the read, and the bumps after writes that ran before it). It passes
 // their number; the reply is cached only if the key counter moved by
 // exactly that many, and under the counter as it then is, so any other
 // bump refuses it and every later one hides it. KeyStripe says which keys
-// share a key counter, so that the caller counts their bumps too.
+// share a key counter, so that the caller counts their bumps too. Refill
+// is FillAbsorbing for a reply the caller returns to no one (the refill's
+// re-read): refused, it moves no counter, since it has no reply to
+// order against the cached one, and so does not hide a newer entry.
 //
 // # What a client can rely on
 //

@@ -183,3 +183,60 @@ func TestKeyStripeAndHolds(t *testing.T) {
 		t.Fatal("an invalidation of a key did not hide exactly the keys of its stripe")
 	}
 }
+
+// TestRefillRefusedHidesNothing: a Refill (a re-read no caller is given)
+// refused because its ticket is outdated, by another fill of the sub-key
+// or by a bump of the key it does not absorb, leaves the newer entry
+// stored meanwhile visible, where a refused Fill hides it; and one whose
+// ticket is current stores as FillAbsorbing does.
+func TestRefillRefusedHidesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		event func(c *localcache.Cache) // between the two tickets
+	}{
+		{"fill of the sub-key", func(*localcache.Cache) {}},
+		{"bump of the key", func(c *localcache.Cache) { c.InvalidateKey("k") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCache(t, nil)
+			old := c.FillTicket(0, "k", "get")
+			tc.event(c)
+			if !c.Refill(c.FillTicket(0, "k", "get"), 0, "new", 3, hour) {
+				t.Fatal("Refill under a current ticket refused")
+			}
+			c.Wait()
+			if c.Refill(old, 0, "old", 3, hour) {
+				t.Fatal("Refill under an outdated ticket cached its reply")
+			}
+			c.Wait()
+			if v, ok := c.Get(0, "k", "get"); !ok || v != "new" {
+				t.Fatalf("Get after a refused Refill = %v, %v; want new, true", v, ok)
+			}
+			// The same with Fill hides the entry: its reply is returned.
+			if c.Fill(old, "old", 3, hour) {
+				t.Fatal("Fill under an outdated ticket cached its reply")
+			}
+			c.Wait()
+			if v, ok := c.Get(0, "k", "get"); ok {
+				t.Fatalf("Get after a refused Fill = %v; want a miss", v)
+			}
+		})
+	}
+	// Absorbed bumps count as in FillAbsorbing.
+	c := newCache(t, nil)
+	tk := c.FillTicket(0, "k", "get")
+	c.InvalidateKey("k")
+	c.InvalidateKey("k")
+	if c.Refill(tk, 1, "v", 1, hour) {
+		t.Fatal("Refill absorbing 1 of 2 bumps stored")
+	}
+	tk = c.FillTicket(0, "k", "get")
+	c.InvalidateKey("k")
+	if !c.Refill(tk, 1, "v", 1, hour) {
+		t.Fatal("Refill absorbing its one bump refused")
+	}
+	c.Wait()
+	if v, ok := c.Get(0, "k", "get"); !ok || v != "v" {
+		t.Fatalf("Get = %v, %v; want v, true", v, ok)
+	}
+}

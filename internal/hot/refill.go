@@ -179,17 +179,42 @@ func (rs *refills) invalidate(c *localcache.Cache, key string) {
 }
 
 // marked is told of a message on the mark channel: token's refill stops
-// counting and may store.
-func (rs *refills) marked(token string) {
+// counting and may store. Its write ran before its PUBLISH, so the key is
+// bumped here for the writer (rule 4 of docs/hot-reads.md; the writer
+// does not bump again), and the bump is counted for every other pending
+// refill of the key's stripe as an invalidation before their marks is:
+// their PUBLISH ran after this one, their GET after the write.
+func (rs *refills) marked(c *localcache.Cache, token string) {
 	n, err := strconv.ParseUint(token, 10, 64)
 	if err != nil {
 		return
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if r, ok := rs.pending[n]; ok {
-		r.marked = true
-		rs.end(n, r)
+	r, ok := rs.pending[n]
+	if !ok {
+		return
+	}
+	r.marked = true
+	rs.end(n, r)
+	c.InvalidateKey(r.key)
+	for _, o := range rs.pending {
+		if o.stripe == r.stripe {
+			o.absorbed++
+		}
+	}
+}
+
+// bumpedAtMark reports whether r's mark came and bumped r's key (marked),
+// so that its writer must not bump again. Only once done is closed is the
+// answer settled; before, the writer bumps, and a mark arriving after that
+// bumps once more, which hides more but never less.
+func (r *refill) bumpedAtMark() bool {
+	select {
+	case <-r.done:
+		return r.marked
+	default:
+		return false
 	}
 }
 
@@ -277,19 +302,28 @@ func (h *Path) refillWrite(ctx context.Context, s Backend, name, key string, cmd
 	}
 	replyval.SetValue(cmd, replyval.Value(w))
 	cmd.SetErr(w.Err())
+	resent := false
 	if err := cmd.Err(); err != nil && lostConn(err) && ctx.Err() == nil && s.Client().Options().MaxRetries > 0 {
 		// The connection failed under the write: send it again on the
 		// shard's client, as go-redis does with a command whose
 		// connection failed (the refill is given up), unless the client
 		// does not retry (MaxRetries -1, which go-redis stores as 0).
 		_ = s.Send(ctx, cmd, false)
+		resent = true
 	}
+	// The write's reply is in. The key's counter is bumped before the
+	// write returns (read-your-writes), whatever comes of the refill: by
+	// the mark's receiver when the mark came (refills.marked, which the
+	// write preceded on the server), else here; and here after a write
+	// sent again, which ran after its mark.
+	defer func() {
+		if resent || !r.bumpedAtMark() {
+			h.cache.InvalidateKey(key)
+		}
+	}()
 	if refillHook != nil {
 		refillHook(key)
 	}
-	// The write's reply is in: bump the key's counter before the write
-	// returns (read-your-writes), whatever comes of the refill.
-	h.cache.InvalidateKey(key)
 	rep := replyOf(get)
 	if req.failed || !req.ok || req.mark.Val() < 1 || !rep.cacheable() {
 		return true
@@ -318,9 +352,10 @@ func (h *Path) refillWrite(ctx context.Context, s Backend, name, key string, cmd
 	if life <= 0 {
 		return true // the key is gone, or its TTL is: nothing to keep
 	}
-	// absorbed + 1: the invalidations before the mark and our own bump.
+	// absorbed + 1: the invalidations and other writers' marks before the
+	// mark, and the bump at our own mark.
 	size := sizeOf(rep.val)
-	if h.cache.FillAbsorbing(t, r.absorbed+1, rep, size, life) {
+	if h.cache.Refill(t, r.absorbed+1, rep, size, life) {
 		h.stats.refills.Add(1)
 		if !h.cache.VisibleAtOnce(key, getSubKey, size) {
 			h.cache.Wait()
@@ -345,8 +380,8 @@ func lostConn(err error) bool {
 }
 
 // refillHook, when set (tests), runs after a refill's round trip, before
-// its key's counter is bumped; awaitHook when a miss starts waiting for a
-// refill.
+// it stores (its key may already be bumped by its mark); awaitHook when a
+// miss starts waiting for a refill.
 var (
 	refillHook func(key string)
 	awaitHook  func()

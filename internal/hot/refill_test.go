@@ -483,3 +483,69 @@ func TestRefillHotKeyNotCached(t *testing.T) {
 		t.Fatalf("SET of a key neither cached nor hot: %d GETs, %d refills; want it sent as it is", g, h.stats.refills.Load())
 	}
 }
+
+// TestRefillOverlappingWrites: two writes of one hot key through the
+// client, the second sent and finished while the first is between its
+// round trip and its return. The second's re-read ran after both writes,
+// and its refill is what the cache serves afterwards: the first's mark
+// bumped the key for its writer before the second's refill stored (so
+// that bump does not hide it), and the first's refill, refused because
+// the second write's invalidation came after its mark, hides nothing.
+// Before, the first writer bumped the key once it ran again, and its
+// refused fill moved the fill counter: either left the key uncached, and
+// its readers missing, until one of them read it again.
+func TestRefillOverlappingWrites(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	h, b, admin := newTestPathDetector(t, &hotkey.Config{MinRate: 1, MinShare: 0.05, Now: func() time.Time { return t0 }})
+	ctx := context.Background()
+	if err := admin.Set(ctx, "k", "v0", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cacheKey(t, h, b, "k")
+	for i := 0; !h.det.IsHot("k"); i++ {
+		if i == 1000 {
+			t.Fatal("the key read 1000 times is not hot")
+		}
+		if _, err := get(t, h, b, "k"); err != nil {
+			t.Fatal(err)
+		}
+		h.Top() // refreshes the hot set (the detector's clock stands still)
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	refillHook = func(string) {
+		if calls.Add(1) == 1 {
+			close(held)
+			<-release
+		}
+	}
+	defer func() { refillHook = nil }()
+	first := make(chan error, 1)
+	go func() { first <- do(t, h, b, redis.NewStatusCmd(ctx, "set", "k", "v1")).Err() }()
+	select {
+	case <-held:
+	case err := <-first:
+		close(release)
+		t.Fatalf("the first SET returned %v without a refill", err)
+	}
+	err := do(t, h, b, redis.NewStatusCmd(ctx, "set", "k", "v2")).Err()
+	close(release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("%d refills ran; want 2", n)
+	}
+	gets, misses := commandCount(t, admin, "get"), h.stats.misses.Load()
+	for range 10 {
+		if got, err := get(t, h, b, "k"); err != nil || got != "v2" {
+			t.Fatalf("GET after both SETs = %q, %v; want v2", got, err)
+		}
+	}
+	if m, g := h.stats.misses.Load()-misses, commandCount(t, admin, "get")-gets; m != 0 || g != 0 || h.stats.refills.Load() != 1 {
+		t.Fatalf("after two overlapping SETs the reads missed %d times and ran %d GETs, %d refills stored; want 0, 0 and 1 (the second's)", m, g, h.stats.refills.Load())
+	}
+}

@@ -699,7 +699,7 @@ func (hs *Shard) receive(ctx context.Context, ps *redis.PubSub) (wasLive bool) {
 		case *redis.Message:
 			if m.Channel != invalidateChannel {
 				if m.Channel == hs.mark {
-					hs.refills.marked(m.Payload)
+					hs.refills.marked(hs.h.cache, m.Payload)
 				}
 				continue
 			}
