@@ -240,14 +240,16 @@ func (rs *refills) end(token uint64, r *refill) {
 
 // refillWrite sends cmd, a non-blocking write of key on shard s, as a
 // write-through refill when the shard tracks and either the cache holds
-// key's GET reply from s or key is hot and the write (name) leaves a
-// string or nothing (a refill refused under concurrent writes would
-// otherwise leave the hot key uncached until a read refills it), and
-// reports whether it did. When it did not, the caller
-// sends the write its usual way and invalidates the key. When it did, the
-// write has run (cmd holds its reply) and refillWrite has bumped the key's
-// counter after the reply (rule 4 of docs/hot-reads.md), a bump the
-// refill absorbs, so the caller must not bump again: that would hide the
+// key's GET reply from s, or the write (name) leaves a string or nothing
+// and key is hot or being refilled by another write (whose own
+// invalidation has hidden the cached reply: without a refill of its own,
+// this write's bump would refuse the other's and leave the key uncached
+// until a read refills it), and reports whether it did. When it did not,
+// the caller sends the write its usual way and invalidates the key. When
+// it did, the write has run (cmd holds its reply) and the key's counter
+// has been bumped after the write ran (at its mark or by refillWrite:
+// rule 4 of docs/hot-reads.md), a bump the refill absorbs, so the caller
+// must not bump again: that would hide the
 // refill; or ctx ended first, and cmd holds its error: if the write was
 // still queued it is withdrawn and never runs, as a command given up
 // before it is written; if its batch was on its way it may still run, as
@@ -259,7 +261,7 @@ func (h *Path) refillWrite(ctx context.Context, s Backend, name, key string, cmd
 		return false
 	}
 	id := hs.live.Load()
-	if id == 0 || !(h.cache.Holds(hs.id, key, getSubKey) || stringWrites[name] && h.det.IsHot(key)) {
+	if id == 0 || !(h.cache.Holds(hs.id, key, getSubKey) || stringWrites[name] && (h.det.IsHot(key) || hs.refills.writer(key) != nil)) {
 		return false
 	}
 	if _, kind := replyval.ValueOf(cmd); kind == 0 {
