@@ -195,14 +195,15 @@ func (rs *refills) marked(c *localcache.Cache, token string) {
 	if !ok {
 		return
 	}
-	r.marked = true
-	rs.end(n, r)
+	// Bump before end closes done: the writer may return as soon as it is.
 	c.InvalidateKey(r.key)
 	for _, o := range rs.pending {
-		if o.stripe == r.stripe {
+		if o != r && o.stripe == r.stripe {
 			o.absorbed++
 		}
 	}
+	r.marked = true
+	rs.end(n, r)
 }
 
 // bumpedAtMark reports whether r's mark came and bumped r's key (marked),
@@ -235,6 +236,9 @@ func (rs *refills) fail() {
 func (rs *refills) end(token uint64, r *refill) {
 	delete(rs.pending, token)
 	rs.waiting.Add(-1)
+	if endHook != nil {
+		endHook(r)
+	}
 	close(r.done)
 }
 
@@ -383,8 +387,10 @@ func lostConn(err error) bool {
 
 // refillHook, when set (tests), runs after a refill's round trip, before
 // it stores (its key may already be bumped by its mark); awaitHook when a
-// miss starts waiting for a refill.
+// miss starts waiting for a refill; endHook when a refill stops waiting
+// for its mark, before its writer may go on.
 var (
 	refillHook func(key string)
 	awaitHook  func()
+	endHook    func(*refill) // when a refill stops waiting for its mark, before its writer may go on
 )

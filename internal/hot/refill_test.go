@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/redshard/redshard/internal/command"
 	"github.com/redshard/redshard/internal/flight"
 	"github.com/redshard/redshard/internal/redistest"
+	"github.com/redshard/redshard/localcache"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -564,5 +566,42 @@ func overlappingWrites(t *testing.T, h *Path, b *testBackend, admin *redis.Clien
 	}
 	if m, g := h.stats.misses.Load()-misses, commandCount(t, admin, "get")-gets; m != 0 || g != 0 || h.stats.refills.Load() != 1 {
 		t.Fatalf("after two overlapping SETs the reads missed %d times and ran %d GETs, %d refills stored; want 0, 0 and 1 (the second's)", m, g, h.stats.refills.Load())
+	}
+}
+
+// TestMarkBumpsBeforeWriterGoesOn: the bump a refill's mark makes for
+// its writer (rule 4) is made before the writer can see the mark and
+// return, so that a read started after the write returned cannot hit the
+// reply cached before it; and it is counted for the other pending
+// refill of the key, not for the marked one.
+func TestMarkBumpsBeforeWriterGoesOn(t *testing.T) {
+	c, err := localcache.New(&localcache.Config{MaxBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !c.Fill(c.FillTicket(0, "k", getSubKey), "old", 3, time.Hour) {
+		t.Fatal("Fill refused")
+	}
+	c.Wait()
+	var rs refills
+	first, token, _ := rs.start(c, 0, "k", getSubKey)
+	second, _, _ := rs.start(c, 0, "k", getSubKey)
+	var cachedAtEnd bool
+	endHook = func(r *refill) {
+		if r == first {
+			cachedAtEnd = c.Holds(0, "k", getSubKey)
+		}
+	}
+	defer func() { endHook = nil }()
+	rs.marked(c, strconv.FormatUint(token, 10))
+	if !first.bumpedAtMark() {
+		t.Fatal("the marked refill does not say its mark bumped the key")
+	}
+	if cachedAtEnd {
+		t.Fatal("the reply cached before the write was still served when its writer could go on")
+	}
+	if first.absorbed != 0 || second.absorbed != 1 || second.bumpedAtMark() {
+		t.Fatalf("absorbed: marked %d, other %d (other marked %v); want 0, 1, false", first.absorbed, second.absorbed, second.bumpedAtMark())
 	}
 }
