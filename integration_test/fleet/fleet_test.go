@@ -49,7 +49,16 @@ import (
 	"github.com/redshard/redshard/registry"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain checks for leaked goroutines and removes the fleet process's
+// build directory (fleetproc), which outlives any one test.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		if binDir != "" {
+			_ = os.RemoveAll(binDir)
+		}
+		os.Exit(code)
+	}))
+}
 
 const keySpace = 64
 
@@ -65,6 +74,7 @@ func needRedis(t *testing.T) {
 
 var (
 	buildOnce sync.Once
+	binDir    string // removed by TestMain
 	binPath   string
 	buildErr  error
 )
@@ -78,6 +88,7 @@ func fleetproc(t *testing.T) string {
 			buildErr = err
 			return
 		}
+		binDir = dir
 		binPath = filepath.Join(dir, "fleetproc")
 		out, err := exec.Command("go", "build", "-o", binPath, "./fleetproc").CombinedOutput()
 		if err != nil {
