@@ -253,12 +253,11 @@ func (rs *refills) end(token uint64, r *refill) {
 // it did, the write has run (cmd holds its reply) and the key's counter
 // has been bumped after the write ran (at its mark or by refillWrite:
 // rule 4 of docs/hot-reads.md), a bump the refill absorbs, so the caller
-// must not bump again: that would hide the
-// refill; or ctx ended first, and cmd holds its error: if the write was
-// still queued it is withdrawn and never runs, as a command given up
-// before it is written; if its batch was on its way it may still run, as
-// with any command whose caller gave up, and the key was bumped all the
-// same.
+// must not bump again: that would hide the refill; or ctx ended first, and
+// cmd holds its error: if the write was still queued it is withdrawn and
+// never runs, as a command given up before it is written; if its batch
+// was on its way it may still run, as with any command whose caller gave
+// up, and the key was bumped all the same.
 func (h *Path) refillWrite(ctx context.Context, s Backend, name, key string, cmd redis.Cmder) bool {
 	hs := s.HotState()
 	if InvalidationState(hs.state.Load()) != InvalidationTracking || hs.shut.Load() {
