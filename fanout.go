@@ -8,7 +8,6 @@ import (
 
 	"github.com/redshard/redshard/internal/command"
 	"github.com/redshard/redshard/internal/merge"
-	"github.com/redshard/redshard/internal/parallel"
 	"github.com/redshard/redshard/internal/replyval"
 )
 
@@ -82,30 +81,22 @@ func (t *topology) planFanout(ctx context.Context, cmd redis.Cmder, info command
 func (t *topology) channelsDuringChange(ctx context.Context, cmd redis.Cmder, name string) {
 	// The servers of the keyspace walk (keyspace.go), each once: a server
 	// in both rings is visited in the first half only.
-	var servers []*shard
+	var servers []visit
 	for i := range t.walkLen() {
 		if v := t.walkAt(i); v.role != visitNew || !v.other {
-			servers = append(servers, v.s)
+			servers = append(servers, v)
 		}
 	}
 	cmds := make([]redis.Cmder, len(servers))
-	errs := make([]error, len(servers))
-	parallel.Run(len(servers), func(i int) {
-		s := servers[i]
-		if s.down.Load() {
-			errs[i] = s.downError()
-			return
-		}
+	if err := askEach(servers, func(i int, v visit) error {
 		cmds[i] = cmd.Clone()
-		if err := s.client.Process(ctx, cmds[i]); err != nil {
-			errs[i] = wrapShardErr(s.Shard, err)
+		if err := v.s.client.Process(ctx, cmds[i]); err != nil {
+			return wrapShardErr(v.s.Shard, err)
 		}
-	})
-	for _, err := range errs {
-		if err != nil {
-			cmd.SetErr(err)
-			return
-		}
+		return nil
+	}); err != nil {
+		cmd.SetErr(err)
+		return
 	}
 	v, err := merge.Concat(cmds)
 	if err != nil {

@@ -169,25 +169,22 @@ func (t *topology) keysDuringChange(ctx context.Context, pattern string) ([]stri
 	seen := map[string]bool{}
 	from, _ := t.walkRings()
 	for _, half := range [2]struct{ from, to int }{{0, len(from.shards)}, {len(from.shards), t.walkLen()}} {
-		replies := make([][]string, half.to-half.from)
-		errs := make([]error, len(replies))
-		parallel.Run(len(replies), func(i int) {
-			v := t.walkAt(half.from + i)
-			if v.s.down.Load() {
-				errs[i] = v.s.downError()
-				return
-			}
+		servers := make([]visit, half.to-half.from)
+		for i := range servers {
+			servers[i] = t.walkAt(half.from + i)
+		}
+		replies := make([][]string, len(servers))
+		if err := askEach(servers, func(i int, v visit) error {
 			keys, err := v.s.client.Keys(ctx, pattern).Result()
 			if err != nil {
-				errs[i] = wrapShardErr(v.s.Shard, err)
-				return
+				return wrapShardErr(v.s.Shard, err)
 			}
-			replies[i], errs[i] = t.count(ctx, v, keys)
-		})
-		for i, keys := range replies {
-			if errs[i] != nil {
-				return nil, errs[i]
-			}
+			replies[i], err = t.count(ctx, v, keys)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		for _, keys := range replies {
 			for _, k := range keys {
 				if !seen[k] {
 					seen[k] = true
@@ -200,6 +197,26 @@ func (t *topology) keysDuringChange(ctx context.Context, pattern string) ([]stri
 		out = []string{}
 	}
 	return out, nil
+}
+
+// askEach asks the servers of a keyspace walk at once (ask(i, servers[i])),
+// a down one answering its downError instead, and returns the first error
+// in the servers' order.
+func askEach(servers []visit, ask func(i int, v visit) error) error {
+	errs := make([]error, len(servers))
+	parallel.Run(len(servers), func(i int) {
+		if v := servers[i]; v.s.down.Load() {
+			errs[i] = v.s.downError()
+		} else {
+			errs[i] = ask(i, v)
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // dbsizeScanCount is the COUNT of the SCAN that counts keys during a change.

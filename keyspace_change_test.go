@@ -1,6 +1,7 @@
 package redshard_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -148,4 +149,39 @@ func TestKeyspaceDuringChangePipelined(t *testing.T) {
 	if random.Err() != nil || random.Val() == "" {
 		t.Errorf("pipelined RANDOMKEY = %q, %v", random.Val(), random.Err())
 	}
+}
+
+// TestKeyspaceDuringChangeShardDown: during a change, KEYS and PUBSUB
+// CHANNELS ask the servers of both rings; with one of them down they
+// answer its ErrShardDown, never the other servers' part as if it were
+// the whole.
+func TestKeyspaceDuringChangeShardDown(t *testing.T) {
+	cl, events, c := healthCluster(t, false)
+	for _, k := range cl.keysOn(t, "shard-1", "k", 3) {
+		if err := c.Set(ctx, k, "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A change held in flight (no Rebalance): shard-0 weighs more.
+	next := slices.Clone(cl.shards)
+	next[0].Weight = 4
+	if err := c.SetShards(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Keys(ctx, "*").Err(); err != nil {
+		t.Fatalf("KEYS during the change, every shard up: %v", err)
+	}
+	cl.mini["shard-1"].Close()
+	waitEvent(t, events, "shard-1", true)
+	if keys, err := c.Keys(ctx, "*").Result(); !errors.Is(err, redshard.ErrShardDown) {
+		t.Errorf("KEYS during the change with shard-1 down = %q, %v; want ErrShardDown", keys, err)
+	}
+	if chans, err := c.PubSubChannels(ctx, "*").Result(); !errors.Is(err, redshard.ErrShardDown) {
+		t.Errorf("PUBSUB CHANNELS during the change with shard-1 down = %q, %v; want ErrShardDown", chans, err)
+	}
+	// Up again, so that go-redis's redial of it ends before the test does.
+	if err := cl.mini["shard-1"].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, events, "shard-1", false)
 }
