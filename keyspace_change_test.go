@@ -151,10 +151,10 @@ func TestKeyspaceDuringChangePipelined(t *testing.T) {
 	}
 }
 
-// TestKeyspaceDuringChangeShardDown: during a change, KEYS and PUBSUB
-// CHANNELS ask the servers of both rings; with one of them down they
-// answer its ErrShardDown, never the other servers' part as if it were
-// the whole.
+// TestKeyspaceDuringChangeShardDown: during a change, KEYS, PUBSUB
+// CHANNELS, DBSIZE and SCAN ask the servers of both rings; with one of
+// them down they answer its ErrShardDown, never the other servers' part as
+// if it were the whole.
 func TestKeyspaceDuringChangeShardDown(t *testing.T) {
 	cl, events, c := healthCluster(t, false)
 	for _, k := range cl.keysOn(t, "shard-1", "k", 3) {
@@ -178,6 +178,17 @@ func TestKeyspaceDuringChangeShardDown(t *testing.T) {
 	}
 	if chans, err := c.PubSubChannels(ctx, "*").Result(); !errors.Is(err, redshard.ErrShardDown) {
 		t.Errorf("PUBSUB CHANNELS during the change with shard-1 down = %q, %v; want ErrShardDown", chans, err)
+	}
+	if n, err := c.DBSize(ctx).Result(); !errors.Is(err, redshard.ErrShardDown) {
+		t.Errorf("DBSIZE during the change with shard-1 down = %d, %v; want ErrShardDown", n, err)
+	}
+	var scanned []string
+	iter := c.Scan(ctx, 0, "*", 100).Iterator()
+	for iter.Next(ctx) {
+		scanned = append(scanned, iter.Val())
+	}
+	if err := iter.Err(); !errors.Is(err, redshard.ErrShardDown) {
+		t.Errorf("a full SCAN during the change with shard-1 down = %q, %v; want ErrShardDown", scanned, err)
 	}
 	// Up again, so that go-redis's redial of it ends before the test does.
 	if err := cl.mini["shard-1"].Restart(); err != nil {
