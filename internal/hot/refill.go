@@ -391,5 +391,5 @@ func lostConn(err error) bool {
 var (
 	refillHook func(key string)
 	awaitHook  func()
-	endHook    func(*refill) // when a refill stops waiting for its mark, before its writer may go on
+	endHook    func(*refill)
 )

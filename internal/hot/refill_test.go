@@ -587,14 +587,17 @@ func TestMarkBumpsBeforeWriterGoesOn(t *testing.T) {
 	var rs refills
 	first, token, _ := rs.start(c, 0, "k", getSubKey)
 	second, _, _ := rs.start(c, 0, "k", getSubKey)
-	var cachedAtEnd bool
+	var ended, cachedAtEnd bool
 	endHook = func(r *refill) {
 		if r == first {
-			cachedAtEnd = c.Holds(0, "k", getSubKey)
+			ended, cachedAtEnd = true, c.Holds(0, "k", getSubKey)
 		}
 	}
 	defer func() { endHook = nil }()
 	rs.marked(c, strconv.FormatUint(token, 10))
+	if !ended {
+		t.Fatal("the mark did not end the marked refill's wait: nothing was checked at that moment")
+	}
 	if !first.bumpedAtMark() {
 		t.Fatal("the marked refill does not say its mark bumped the key")
 	}
