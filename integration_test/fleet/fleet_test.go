@@ -615,7 +615,7 @@ func check(t *testing.T, ops []porcupine.Operation) {
 			t.Logf("key %s: porcupine timed out on %d operations", k, len(byKey[k]))
 		}
 	}
-	t.Logf("checked %d operations (%d of unknown outcome) on %d keys in %v: %d keys not linearizable, %d not decided within %v",
+	t.Logf("checked %d operations (%d of unknown outcome) on %d keys in %v: %d keys not linearizable, %d not decided (within %v, or the time left)",
 		len(ops), unknown, len(keys), time.Since(began).Round(time.Millisecond), bad, unchecked, longKeyCheck)
 	if late > 0 {
 		t.Errorf("%d of %d keys were not checked: the time for the check ran out", late, len(keys))
