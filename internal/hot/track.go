@@ -87,8 +87,9 @@ type Shard struct {
 	stop    context.CancelFunc // ends watchReaders
 	watched chan struct{}      // closed when watchReaders returns
 
-	idsMu sync.Mutex         // guards ids
-	ids   map[int64]struct{} // CLIENT IDs of the reader's connections, as they connected
+	idsMu  sync.Mutex       // guards ids and idsSeq
+	ids    map[int64]uint64 // CLIENT IDs of the reader's connections, as they connected: when (idsSeq)
+	idsSeq uint64           // counts the reader's connections recorded in ids
 
 	idle    chan *trackedConn // reader connections between tracked reads; set once with tracking
 	batch   batcher           // the tracked reads waiting for a reader connection
@@ -200,9 +201,10 @@ func (hs *Shard) newClient(subscriber bool) *redis.Client {
 		}
 		hs.idsMu.Lock()
 		if hs.ids == nil {
-			hs.ids = make(map[int64]struct{})
+			hs.ids = make(map[int64]uint64)
 		}
-		hs.ids[id] = struct{}{}
+		hs.idsSeq++
+		hs.ids[id] = hs.idsSeq // a restarted server reuses IDs: this one is newer than any check under way
 		hs.idsMu.Unlock()
 		return nil
 	})
@@ -242,12 +244,20 @@ func (hs *Shard) watchReaders(ctx context.Context) {
 // fails (its own connection killed, say) decides nothing and the next one
 // runs a trackingPing later; a server that refuses CLIENT LIST ID leaves
 // MaxStaleness as the only bound.
+//
+// An ID is forgotten only if no connection recorded it again since the
+// check began: a server that restarted hands out IDs from 1 again, and a
+// new reader connection may take the number of one the check finds gone
+// (while its CLIENT LIST reply is on the way); that connection stays
+// watched.
 func (hs *Shard) checkReaders(ctx context.Context) {
 	hs.idsMu.Lock()
 	args := make([]interface{}, 3, 3+len(hs.ids))
 	args[0], args[1], args[2] = "client", "list", "id"
-	for id := range hs.ids {
+	seen := make(map[int64]uint64, len(hs.ids))
+	for id, seq := range hs.ids {
 		args = append(args, id)
+		seen[id] = seq
 	}
 	hs.idsMu.Unlock()
 	if len(args) == 3 {
@@ -278,8 +288,10 @@ func (hs *Shard) checkReaders(ctx context.Context) {
 	hs.idsMu.Lock()
 	for _, a := range args[3:] {
 		if id := a.(int64); !alive[id] {
-			delete(hs.ids, id)
-			gone = true
+			if hs.ids[id] == seen[id] {
+				delete(hs.ids, id)
+			}
+			gone = true // the connection the check asked about is gone, whoever has its ID now
 		}
 	}
 	hs.idsMu.Unlock()
