@@ -78,7 +78,8 @@ const DefaultMaxStaleness = time.Second
 // only until its key's TTL ends, which the same round trip reads (PTTL):
 // the server's invalidation, not this lifetime, is what keeps it fresh.
 // It applies to the reads of a key read again or hot; a key's first read
-// is sent without PTTL, and its reply lives DefaultMaxStaleness.
+// is sent without PTTL, and its reply lives DefaultMaxStaleness (with
+// MaxStaleness set, every tracked read sends PTTL).
 const DefaultTrackedLifetime = time.Minute
 
 // defaultCopies is the default number of shards a split hot key is read
@@ -155,7 +156,8 @@ type HotKeyOptions struct {
 	// or refreshed after a write, which also lives no longer than its
 	// key's remaining TTL (read with PTTL in the same round trip). Set, it
 	// bounds every reply and copy alike, tracked replies still no longer
-	// than their key's TTL.
+	// than their key's TTL: every tracked read, a key's first included,
+	// then sends PTTL.
 	MaxStaleness time.Duration
 
 	// Detector configures hot-key detection. Nil means the defaults of

@@ -429,10 +429,12 @@ func (h *Path) directMiss(ctx context.Context, s Backend, hs *Shard, t localcach
 			return r.rep.apply(cmd)
 		}
 		r.cmd = cmd.Clone() // the sender must not touch a command its caller may abandon
-		if h.det.IsHot(key) || h.cache.ReadAgain(key) {
+		if h.firstReadTTL || h.det.IsHot(key) || h.cache.ReadAgain(key) {
 			// A key read again is worth a long lifetime, so its TTL is
 			// read (PTTL, one more command); a first read's reply lives
-			// MaxStaleness, which needs no TTL (lifetime).
+			// MaxStaleness, which needs no TTL (lifetime), unless
+			// MaxStaleness is the tracked lifetime itself (set by the
+			// user): then every tracked reply is bounded by its key's TTL.
 			r.ttlKey = key
 		}
 		r.fill = &made.fill
@@ -524,9 +526,10 @@ func (h *Path) resend(ctx context.Context, s Backend, cmd redis.Cmder) {
 // caches nothing, unless the read itself found no key (errNil is
 // redis.Nil): then the absence is cached for the tracked lifetime, as
 // creating the key invalidates it. A read sent without PTTL (the first
-// read of a key that is not hot: directMiss asks the TTL of keys read
-// again only) and a PTTL the server refused (an ACL without it, say)
-// leave MaxStaleness, the bound of a reply whose key's TTL is not known.
+// read of a key that is not hot, when MaxStaleness is shorter than the
+// tracked lifetime: see Path.firstReadTTL) and a PTTL the server refused
+// (an ACL without it, say) leave MaxStaleness, the bound of a reply whose
+// key's TTL is not known.
 func (h *Path) lifetime(pttl *redis.Cmd, sent time.Time, errNil error) time.Duration {
 	long := h.opt.TrackedLifetime
 	if pttl == nil {

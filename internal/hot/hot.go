@@ -146,6 +146,10 @@ type Path struct {
 	cache    *localcache.Cache // nil unless LocalCache
 	split    *splitRegistry    // nil unless SplitCopies
 	instance string            // random tag naming this client's split copies
+	// firstReadTTL: a key's first tracked read sends PTTL too, because
+	// without it its reply would live the whole tracked lifetime
+	// (MaxStaleness set by the user), past its key's TTL.
+	firstReadTTL bool
 
 	flights singleflight.Group // shared reads and copy fills, run by Env.Flights
 
@@ -192,6 +196,7 @@ func New(env Env, opt *Config) (*Path, error) {
 	if h.opt.TrackedLifetime <= 0 {
 		h.opt.TrackedLifetime = h.opt.MaxStaleness
 	}
+	h.firstReadTTL = h.opt.TrackedLifetime <= h.opt.MaxStaleness
 	switch opt.Mitigation {
 	case LocalCache:
 		if h.cache, err = localcache.New(&localcache.Config{MaxBytes: opt.CacheBytes, Now: cacheClock}); err != nil {
