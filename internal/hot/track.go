@@ -351,6 +351,7 @@ type trackedReq struct {
 	mark  *redis.IntCmd
 
 	ok     bool // the server accepted the tracking
+	stale  bool // id was not the live invalidation connection when the batch was sent: sent untracked
 	failed bool // the batch failed other than by a server's reply: nothing is known of the read
 	closed bool // never sent: the shard or the client closed first (cmd holds redis.ErrClosed)
 
@@ -526,11 +527,19 @@ func (hs *Shard) finish(ctx context.Context, batch []*trackedReq, closed bool) {
 func (hs *Shard) sendBatch(ctx context.Context, batch []*trackedReq) {
 	tc := hs.takeConn()
 	sent := time.Now()
+	// A read queued with an invalidation connection that is no longer the
+	// live one (its caller read live before the connection was replaced)
+	// goes untracked: redirected to that connection, which the server may
+	// still have (half-open), it would point the reader connection, and
+	// the keys later reads track on it, where no one listens. Its reply is
+	// not stored anyway: the replacement dropped what was cached before it.
+	live := hs.live.Load()
 	_, _ = tc.cn.Pipelined(ctx, func(p redis.Pipeliner) error {
 		redirect := tc.redirect
 		var on *redis.Cmd
 		for _, r := range batch {
-			if r.id != redirect {
+			r.stale = r.id != live
+			if !r.stale && r.id != redirect {
 				on = p.Do(ctx, "client", "tracking", "on", "redirect", r.id, "optin")
 				redirect = r.id
 			}
@@ -538,6 +547,11 @@ func (hs *Shard) sendBatch(ctx context.Context, batch []*trackedReq) {
 			if r.write != nil {
 				_ = p.Process(ctx, r.write)
 				r.mark = p.Publish(ctx, hs.mark, r.token)
+			}
+			if r.stale {
+				r.on = nil
+				_ = p.Process(ctx, r.cmd)
+				continue
 			}
 			// CACHING YES must come right before the read.
 			r.caching = p.Do(ctx, "client", "caching", "yes")
@@ -561,8 +575,13 @@ func (hs *Shard) sendBatch(ctx context.Context, batch []*trackedReq) {
 				tc.redirect = r.id
 			}
 		}
-		r.ok = (r.on == nil || r.on.Err() == nil) && r.caching.Err() == nil
-		errs := []error{r.caching.Err(), r.cmd.Err(), nil, nil, nil}
+		errs := []error{nil, r.cmd.Err(), nil, nil, nil}
+		if r.stale {
+			r.ok = false
+		} else {
+			r.ok = (r.on == nil || r.on.Err() == nil) && r.caching.Err() == nil
+			errs[0] = r.caching.Err()
+		}
 		if r.pttl != nil {
 			errs[2] = r.pttl.Err()
 		}
