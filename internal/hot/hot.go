@@ -358,12 +358,13 @@ var metaReads = map[string]bool{
 
 // Served is told of a read the local cache did not answer, after its
 // reply arrived and before it is returned (err is its error): a reply
-// about the keys' values (not an error, not a metaRead) makes their cached
-// replies unreachable, since it may be newer than they are. It is what
-// keeps a cached reply from being returned after a newer reply of the key
-// that bypassed the cache (see docs/hot-reads.md).
+// about the keys' values (not an error other than WRONGTYPE, which tells
+// the key's type; not a metaRead) makes their cached replies unreachable,
+// since it may be newer than they are. It is what keeps a cached reply
+// from being returned after a newer reply of the key that bypassed the
+// cache (see docs/hot-reads.md).
 func (h *Path) Served(info command.Info, args []interface{}, keys []int, err error) {
-	if h.cache == nil || (err != nil && err != redis.Nil) || metaReads[info.Name] {
+	if h.cache == nil || (err != nil && err != redis.Nil && !isWrongType(err)) || metaReads[info.Name] {
 		return
 	}
 	for _, k := range keys {
