@@ -242,8 +242,9 @@ func (hs *Shard) watchReaders(ctx context.Context) {
 // what it tracked, and go-redis would notice only when its pool hands the
 // connection out again, which a cache hit never makes it do. A check that
 // fails (its own connection killed, say) decides nothing and the next one
-// runs a trackingPing later; a server that refuses CLIENT LIST ID leaves
-// MaxStaleness as the only bound.
+// runs a trackingPing later (one that fails other than by the server's
+// reply is tried once more first); a server that refuses CLIENT LIST ID
+// leaves MaxStaleness as the only bound.
 //
 // An ID is forgotten only if no connection recorded it again since the
 // check began: a server that restarted hands out IDs from 1 again, and a
@@ -270,6 +271,12 @@ func (hs *Shard) checkReaders(ctx context.Context) {
 		return // the backend is closing
 	}
 	list, err := cl.Do(cctx, args...).Text()
+	if err != nil && !rediserr.Is(err) && cctx.Err() == nil {
+		// Its connection was closed with the reader's, most likely (CLIENT
+		// KILL TYPE normal closes both): once more, on a new one, so that
+		// the reader's close is noticed now rather than a trackingPing later.
+		list, err = cl.Do(cctx, args...).Text()
+	}
 	if err != nil {
 		return
 	}
