@@ -25,10 +25,11 @@ import (
 // live an hour (MaxStaleness, hence the tracked lifetime), so that only an
 // invalidation or a lost tracking connection hides them, with a detector
 // frozen in time so that the keys warm makes hot stay hot.
-func advCacheClient(t *testing.T, s *redistest.Server) *redshard.Client {
+// Each of with changes the client's options first.
+func advCacheClient(t *testing.T, s *redistest.Server, with ...func(*redshard.Options)) *redshard.Client {
 	t.Helper()
 	t0 := time.Unix(1_700_000_000, 0)
-	c, err := redshard.NewClient(&redshard.Options{
+	opt := &redshard.Options{
 		Shards: []redshard.Shard{{Name: "s", Addr: s.Addr()}},
 		HotKeys: &redshard.HotKeyOptions{
 			Mitigation:   redshard.LocalCache,
@@ -36,7 +37,11 @@ func advCacheClient(t *testing.T, s *redistest.Server) *redshard.Client {
 			Tracking:     redshard.TrackingOn,
 			Detector:     &hotkey.Config{MinRate: 1, MinShare: 0.05, Now: func() time.Time { return t0 }},
 		},
-	})
+	}
+	for _, f := range with {
+		f(opt)
+	}
+	c, err := redshard.NewClient(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,23 +129,12 @@ func nextClientID(t *testing.T, addr string) int64 {
 // on (CLIENT LIST flag t): the client's hot-key reader connections.
 func trackingIDs(t *testing.T, admin *redis.Client) []int64 {
 	t.Helper()
-	list, err := admin.ClientList(context.Background()).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []int64
-	for _, line := range strings.Split(list, "\n") {
-		var id int64
-		if _, err := fmt.Sscanf(line, "id=%d", &id); err != nil {
-			continue
-		}
-		for _, f := range strings.Fields(line) {
-			if flags, ok := strings.CutPrefix(f, "flags="); ok && strings.Contains(flags, "t") {
-				ids = append(ids, id)
-			}
-		}
-	}
-	return ids
+	return clientIDs(t, admin, func(_ int64, fields []string) bool {
+		return slices.ContainsFunc(fields, func(f string) bool {
+			flags, ok := strings.CutPrefix(f, "flags=")
+			return ok && strings.Contains(flags, "t")
+		})
+	})
 }
 
 // TestHotAdversaryReusedReaderIDUnwatched: after a restart the server
@@ -179,22 +173,10 @@ func restartedReader(t *testing.T, reuse bool) {
 	for nextClientID(t, s.Addr()) < 60 {
 	}
 	h := &listHold{held: make(chan struct{}), release: make(chan struct{})}
-	t0 := time.Unix(1_700_000_000, 0)
-	c, err := redshard.NewClient(&redshard.Options{
-		Shards:       []redshard.Shard{{Name: "s", Addr: s.Addr()}},
-		ShardOptions: &redis.Options{Dialer: h.dial},
-		Health:       &redshard.HealthOptions{Disable: true}, // the heartbeat client serves the checks alone
-		HotKeys: &redshard.HotKeyOptions{
-			Mitigation:   redshard.LocalCache,
-			MaxStaleness: time.Hour,
-			Tracking:     redshard.TrackingOn,
-			Detector:     &hotkey.Config{MinRate: 1, MinShare: 0.05, Now: func() time.Time { return t0 }},
-		},
+	c := advCacheClient(t, s, func(o *redshard.Options) {
+		o.ShardOptions = &redis.Options{Dialer: h.dial}
+		o.Health = &redshard.HealthOptions{Disable: true} // the heartbeat client serves the checks alone
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
 	var once sync.Once
 	releaseHold := func() { once.Do(func() { close(h.release) }) }
 	t.Cleanup(releaseHold) // before Close, which waits for the check
@@ -499,21 +481,7 @@ func TestHotAdversaryFrozenServerDropsCache(t *testing.T) {
 	if err := admin.Set(ctx, key, "v1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	t0 := time.Unix(1_700_000_000, 0)
-	c, err := redshard.NewClient(&redshard.Options{
-		Shards: []redshard.Shard{{Name: "s", Addr: s.Addr()}},
-		Health: &redshard.HealthOptions{Disable: true},
-		HotKeys: &redshard.HotKeyOptions{
-			Mitigation:   redshard.LocalCache,
-			MaxStaleness: time.Hour,
-			Tracking:     redshard.TrackingOn,
-			Detector:     &hotkey.Config{MinRate: 1, MinShare: 0.05, Now: func() time.Time { return t0 }},
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	c := advCacheClient(t, s, func(o *redshard.Options) { o.Health = &redshard.HealthOptions{Disable: true} })
 	warm(t, c, key)
 	cachedAndTracked(t, c, "s", key, "v1")
 	lost := c.Stats().Hot.TrackingLost

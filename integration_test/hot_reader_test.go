@@ -89,6 +89,19 @@ func TestHotReaderClosedByServerDropsCache(t *testing.T) {
 // that are still connected.
 func readerIDs(t *testing.T, admin *redis.Client, among ...int64) []int64 {
 	t.Helper()
+	return clientIDs(t, admin, func(id int64, fields []string) bool {
+		if among != nil {
+			return slices.Contains(among, id)
+		}
+		// A tracked read's last command is the PTTL after its GET.
+		return slices.Contains(fields, "cmd=get") || slices.Contains(fields, "cmd=pttl")
+	})
+}
+
+// clientIDs returns the IDs of admin's server's connections whose CLIENT
+// LIST line (its fields) keep accepts.
+func clientIDs(t *testing.T, admin *redis.Client, keep func(id int64, fields []string) bool) []int64 {
+	t.Helper()
 	list, err := admin.ClientList(context.Background()).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -99,12 +112,7 @@ func readerIDs(t *testing.T, admin *redis.Client, among ...int64) []int64 {
 		if _, err := fmt.Sscanf(line, "id=%d", &id); err != nil {
 			continue
 		}
-		if among != nil {
-			if slices.Contains(among, id) {
-				ids = append(ids, id)
-			}
-		} else if f := strings.Fields(line); slices.Contains(f, "cmd=get") || slices.Contains(f, "cmd=pttl") {
-			// A tracked read's last command is the PTTL after its GET.
+		if keep(id, strings.Fields(line)) {
 			ids = append(ids, id)
 		}
 	}

@@ -152,6 +152,31 @@ func cutGet(t *testing.T, h *Path, b *cutBackend, key string) (string, error) {
 	return cmd.Result()
 }
 
+// newCutPath is newTestPath with a cutBackend, whose shard state and
+// connections are closed at cleanup.
+func newCutPath(t *testing.T) (*Path, *cutBackend, *redis.Client) {
+	t.Helper()
+	h, tb, admin := newTestPath(t)
+	b := &cutBackend{testBackend: tb}
+	t.Cleanup(func() {
+		if b.hs != nil {
+			b.hs.Close()
+		}
+		b.closeAll()
+	})
+	return h, b, admin
+}
+
+// otherStripe returns a key whose stripe in the cache is not key's: a
+// barrier on it counts for no refill of key.
+func otherStripe(h *Path, key string) string {
+	k := "barrier"
+	for i := 0; h.cache.KeyStripe(k) == h.cache.KeyStripe(key); i++ {
+		k = "barrier" + strconv.Itoa(i)
+	}
+	return k
+}
+
 // waitFor polls cond (a state another goroutine reaches) until it holds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -210,14 +235,7 @@ func TestStaleRedirectSentUntracked(t *testing.T) {
 // staleRedirect runs the steps; with refill, the reply of k cached under
 // the new connection is the one the client's own SET k ours refilled.
 func staleRedirect(t *testing.T, stale, refill bool) {
-	h, tb, admin := newTestPath(t)
-	b := &cutBackend{testBackend: tb}
-	t.Cleanup(func() {
-		if b.hs != nil {
-			b.hs.Close()
-		}
-		b.closeAll()
-	})
+	h, b, admin := newCutPath(t)
 	ctx := context.Background()
 	for _, kv := range [][2]string{{"k", "old"}, {"x", "xv"}, {"warm", "w"}} {
 		if err := admin.Set(ctx, kv[0], kv[1], 0).Err(); err != nil {
@@ -321,10 +339,7 @@ func staleRedirect(t *testing.T, stale, refill bool) {
 	if err := admin.Set(ctx, "k", "new", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	barrierKey := "barrier"
-	for i := 0; h.cache.KeyStripe(barrierKey) == h.cache.KeyStripe("k"); i++ {
-		barrierKey = "barrier" + strconv.Itoa(i)
-	}
+	barrierKey := otherStripe(h, "k")
 	barrier(t, h, hs, admin, barrierKey)
 	if v, err := cutGet(t, h, b, "k"); err != nil || v != "new" {
 		t.Fatalf("GET k after another client's SET (its invalidation delivered to the live connection if sent there) = %q, %v; want new: "+
@@ -470,10 +485,7 @@ func TestRefillDelIncrSetWithOtherWriter(t *testing.T) {
 	}
 	cacheKey(t, h, b, "k")
 	hs := b.HotState()
-	barrierKey := "barrier"
-	for i := 0; h.cache.KeyStripe(barrierKey) == h.cache.KeyStripe("k"); i++ {
-		barrierKey = "barrier" + strconv.Itoa(i)
-	}
+	barrierKey := otherStripe(h, "k")
 	own := func(cmd redis.Cmder, want string) {
 		t.Helper()
 		refills := h.stats.refills.Load()
@@ -588,14 +600,7 @@ func TestRefillIncrInsideSetRefill(t *testing.T) {
 func TestRefillInvalidationConnectionLostBeforeStore(t *testing.T) {
 	for _, mode := range []string{"killed", "half-open"} {
 		t.Run(mode, func(t *testing.T) {
-			h, tb, admin := newTestPath(t)
-			b := &cutBackend{testBackend: tb}
-			t.Cleanup(func() {
-				if b.hs != nil {
-					b.hs.Close()
-				}
-				b.closeAll()
-			})
+			h, b, admin := newCutPath(t)
 			ctx := context.Background()
 			if err := admin.Set(ctx, "k", "v0", 0).Err(); err != nil {
 				t.Fatal(err)
@@ -639,10 +644,7 @@ func TestRefillInvalidationConnectionLostBeforeStore(t *testing.T) {
 			if err := admin.Set(ctx, "k", "theirs", 0).Err(); err != nil {
 				t.Fatal(err)
 			}
-			barrierKey := "barrier"
-			for i := 0; h.cache.KeyStripe(barrierKey) == h.cache.KeyStripe("k"); i++ {
-				barrierKey = "barrier" + strconv.Itoa(i)
-			}
+			barrierKey := otherStripe(h, "k")
 			barrier(t, h, hs, admin, barrierKey)
 			if v, err := cutGet(t, h, b, "k"); err != nil || v != "theirs" {
 				t.Fatalf("GET k after another client's SET = %q, %v; want theirs", v, err)
@@ -667,14 +669,7 @@ func TestRefillInvalidationConnectionLostBeforeStore(t *testing.T) {
 func TestWrongTypeReplySupersedes(t *testing.T) {
 	for _, read := range []string{"dump", "hrandfield"} {
 		t.Run(read, func(t *testing.T) {
-			h, tb, admin := newTestPath(t)
-			b := &cutBackend{testBackend: tb}
-			t.Cleanup(func() {
-				if b.hs != nil {
-					b.hs.Close()
-				}
-				b.closeAll()
-			})
+			h, b, admin := newCutPath(t)
 			ctx := context.Background()
 			if err := admin.HSet(ctx, "k", "f", "x").Err(); err != nil {
 				t.Fatal(err)
@@ -738,10 +733,7 @@ func TestRefillOfFailedWrite(t *testing.T) {
 	}
 	cacheKey(t, h, b, "k")
 	hs := b.HotState()
-	barrierKey := "barrier"
-	for i := 0; h.cache.KeyStripe(barrierKey) == h.cache.KeyStripe("k"); i++ {
-		barrierKey = "barrier" + strconv.Itoa(i)
-	}
+	barrierKey := otherStripe(h, "k")
 	if err := do(t, h, b, redis.NewIntCmd(ctx, "incr", "k")).Err(); err == nil || !strings.Contains(err.Error(), "not an integer") {
 		t.Fatalf("INCR of abc = %v; want the server's error", err)
 	}
