@@ -429,7 +429,7 @@ func (h *Path) directMiss(ctx context.Context, s Backend, hs *Shard, t localcach
 			return r.rep.apply(cmd)
 		}
 		r.cmd = cmd.Clone() // the sender must not touch a command its caller may abandon
-		if h.firstReadTTL || h.det.IsHot(key) || h.cache.ReadAgain(key) {
+		if h.firstReadTTL() || h.det.IsHot(key) || h.cache.ReadAgain(key) {
 			// A key read again is worth a long lifetime, so its TTL is
 			// read (PTTL, one more command); a first read's reply lives
 			// MaxStaleness, which needs no TTL (lifetime), unless

@@ -146,10 +146,6 @@ type Path struct {
 	cache    *localcache.Cache // nil unless LocalCache
 	split    *splitRegistry    // nil unless SplitCopies
 	instance string            // random tag naming this client's split copies
-	// firstReadTTL: a key's first tracked read sends PTTL too, because
-	// without it its reply would live the whole tracked lifetime
-	// (MaxStaleness set by the user), past its key's TTL.
-	firstReadTTL bool
 
 	flights singleflight.Group // shared reads and copy fills, run by Env.Flights
 
@@ -174,6 +170,11 @@ type hotCounters struct {
 	refills       atomic.Int64 // cached replies a write replaced in its own round trip (refill.go)
 }
 
+// firstReadTTL reports whether a key's first tracked read sends PTTL too:
+// when MaxStaleness is the tracked lifetime itself (set by the user),
+// without it the reply would live that long, past its key's TTL.
+func (h *Path) firstReadTTL() bool { return h.opt.TrackedLifetime <= h.opt.MaxStaleness }
+
 // ConfigError is New's error: Field of the Config is invalid.
 type ConfigError struct {
 	Field string // "Detector" or "CacheBytes"
@@ -196,7 +197,6 @@ func New(env Env, opt *Config) (*Path, error) {
 	if h.opt.TrackedLifetime <= 0 {
 		h.opt.TrackedLifetime = h.opt.MaxStaleness
 	}
-	h.firstReadTTL = h.opt.TrackedLifetime <= h.opt.MaxStaleness
 	switch opt.Mitigation {
 	case LocalCache:
 		if h.cache, err = localcache.New(&localcache.Config{MaxBytes: opt.CacheBytes, Now: cacheClock}); err != nil {

@@ -255,10 +255,10 @@ func (hs *Shard) checkReaders(ctx context.Context) {
 	hs.idsMu.Lock()
 	args := make([]interface{}, 3, 3+len(hs.ids))
 	args[0], args[1], args[2] = "client", "list", "id"
-	seen := make(map[int64]uint64, len(hs.ids))
+	seqs := make([]uint64, 0, len(hs.ids)) // seqs[i]: when args[3+i] was recorded
 	for id, seq := range hs.ids {
 		args = append(args, id)
-		seen[id] = seq
+		seqs = append(seqs, seq)
 	}
 	hs.idsMu.Unlock()
 	if len(args) == 3 {
@@ -293,9 +293,9 @@ func (hs *Shard) checkReaders(ctx context.Context) {
 	}
 	gone := false
 	hs.idsMu.Lock()
-	for _, a := range args[3:] {
+	for i, a := range args[3:] {
 		if id := a.(int64); !alive[id] {
-			if hs.ids[id] == seen[id] {
+			if hs.ids[id] == seqs[i] {
 				delete(hs.ids, id)
 			}
 			gone = true // the connection the check asked about is gone, whoever has its ID now
@@ -546,17 +546,18 @@ func (hs *Shard) sendBatch(ctx context.Context, batch []*trackedReq) {
 		var on *redis.Cmd
 		for _, r := range batch {
 			r.stale = r.id != live
-			if !r.stale && r.id != redirect {
-				on = p.Do(ctx, "client", "tracking", "on", "redirect", r.id, "optin")
-				redirect = r.id
+			if !r.stale {
+				if r.id != redirect {
+					on = p.Do(ctx, "client", "tracking", "on", "redirect", r.id, "optin")
+					redirect = r.id
+				}
+				r.on = on
 			}
-			r.on = on
 			if r.write != nil {
 				_ = p.Process(ctx, r.write)
 				r.mark = p.Publish(ctx, hs.mark, r.token)
 			}
 			if r.stale {
-				r.on = nil
 				_ = p.Process(ctx, r.cmd)
 				continue
 			}
